@@ -1,0 +1,106 @@
+"""Operator commands as values, parsed from the words an operator types.
+
+``unlock TARGET --shard SHARD --action skip|exec``,
+``unlock TARGET --shard SHARD --replace "SQL" [--replace "SQL" ...]`` and
+``unlock TARGET --force-remove``. The same words work on the command line
+(``shardmerge unlock ...``) and in scenario files (``{operator: "unlock ..."}``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from dataclasses import dataclass
+from typing import Literal
+
+from coordinator.ids import ShardId, TargetId
+from schemas.errors import ShardMergeError
+
+__all__ = ["CommandError", "OperatorCommand", "add_unlock_arguments", "parse_command"]
+
+Action = Literal["skip", "exec", "replace", "force-remove"]
+
+
+class CommandError(ShardMergeError):
+    """An operator command is malformed; the message shows the expected form."""
+
+
+@dataclass(frozen=True)
+class OperatorCommand:
+    target: TargetId
+    action: Action
+    shard: ShardId | None = None
+    statements: tuple[str, ...] = ()
+
+    def words(self) -> str:
+        text = f"unlock {self.target}"
+        if self.shard is not None:
+            text += f" --shard {self.shard}"
+        if self.action == "replace":
+            text += "".join(f" --replace {shlex.quote(s)}" for s in self.statements)
+        elif self.action == "force-remove":
+            text += " --force-remove"
+        else:
+            text += f" --action {self.action}"
+        return text
+
+
+USAGE = (
+    'unlock TARGET --shard SOURCE.DB.TABLE --action skip|exec, '
+    'unlock TARGET --shard SOURCE.DB.TABLE --replace "SQL", or unlock TARGET --force-remove'
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise CommandError(f"{message}; expected {USAGE}")
+
+
+def add_unlock_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", help="the downstream table, db.table")
+    parser.add_argument("--shard", help="the held shard, source.db.table")
+    parser.add_argument(
+        "--action",
+        choices=["skip", "exec"],
+        help="skip: the pending DDL never runs downstream; exec: it runs as written",
+    )
+    parser.add_argument(
+        "--replace",
+        action="append",
+        metavar="SQL",
+        help="replace the pending DDL with this statement (repeat for several)",
+    )
+    parser.add_argument(
+        "--force-remove",
+        action="store_true",
+        help="drop the lock: every held shard's pending DDL is skipped",
+    )
+
+
+def command_from_args(args: argparse.Namespace) -> OperatorCommand:
+    try:
+        target = TargetId.parse(args.target)
+        shard = ShardId.parse(args.shard) if args.shard else None
+    except ValueError as e:
+        raise CommandError(f"{e}; expected {USAGE}") from e
+    chosen = [bool(args.action), bool(args.replace), bool(args.force_remove)]
+    if sum(chosen) != 1:
+        raise CommandError(f"give exactly one of --action, --replace, --force-remove; expected {USAGE}")
+    if args.force_remove:
+        return OperatorCommand(target, "force-remove")
+    if shard is None:
+        raise CommandError(f"--shard is required; expected {USAGE}")
+    if args.replace:
+        return OperatorCommand(target, "replace", shard, tuple(args.replace))
+    action: Action = args.action
+    return OperatorCommand(target, action, shard)
+
+
+def parse_command(text: str) -> OperatorCommand:
+    """Parse ``unlock ...`` words (as in a scenario's ``operator`` step)."""
+    words = shlex.split(text)
+    if not words or words[0] != "unlock":
+        raise CommandError(f"unknown operator command {text!r}; expected {USAGE}")
+    parser = _Parser(prog="unlock", add_help=False)
+    add_unlock_arguments(parser)
+    return command_from_args(parser.parse_args(words[1:]))

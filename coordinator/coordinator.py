@@ -1,0 +1,389 @@
+"""The coordinator: one object per job, all targets, every upstream table.
+
+It turns shard events into decisions (see :mod:`coordinator.decisions`) following the
+protocol in ``coordinator/PROTOCOL.md``. Table-level statements (CREATE/DROP/RENAME
+TABLE, DROP DATABASE, online-DDL shadow tables) are handled here; DDL that changes a
+shard's schema goes to the target's lock rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from coordinator.commands import OperatorCommand
+from coordinator.decisions import CreateTarget, Decision, Release
+from coordinator.ids import Position, ShardId, TargetId
+from coordinator.locks import LockRules, OperatorError
+from coordinator.optimistic import OptimisticRules, join_all
+from coordinator.pessimistic import PessimisticRules
+from coordinator.routing import Router, TableKind
+from coordinator.target import Mode, PendingDDL, ShardState, Stage, Target
+from schemas.changes import (
+    AlterSpec,
+    AlterTable,
+    CreateDatabase,
+    CreateTable,
+    CreateTableLike,
+    DropDatabase,
+    DropTable,
+    RenameTable,
+    SchemaChange,
+    TruncateTable,
+)
+from schemas.ddl import apply, parse_ddl
+from schemas.errors import DDLError, SchemaError, ShardMergeError
+from schemas.model import TableName, TableSchema
+from schemas.render import alter_sql
+
+__all__ = ["Coordinator", "LockView", "RowRoute", "TargetConfig", "UnknownShardError"]
+
+RULES: dict[str, LockRules] = {"optimistic": OptimisticRules(), "pessimistic": PessimisticRules()}
+
+
+class UnknownShardError(ShardMergeError):
+    """A DDL names a routed table whose schema shardmerge has never seen.
+
+    Register the table first (its CREATE TABLE or the CDC snapshot schema)."""
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    mode: Mode = "optimistic"
+    strict: bool = False
+
+
+@dataclass(frozen=True)
+class RowRoute:
+    """What to do with a row event of one shard.
+
+    ``write`` it downstream (``project``: drop values of columns the downstream lacks),
+    ``hold`` it (the shard is held), ``drop`` it (shadow/trash/unrouted table; ``reason``
+    says which), or ``unknown`` (a routed table never registered: dead-letter it).
+    """
+
+    action: Literal["write", "hold", "drop", "unknown"]
+    target: TargetId | None = None
+    version: int = 0
+    project: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class LockView:
+    """What ``shardmerge locks`` shows for one target."""
+
+    target: TargetId
+    mode: str
+    stage: Stage
+    blocked: tuple[ShardId, ...]
+    pending_ddl: tuple[tuple[ShardId, str, Position], ...]
+    conflict: str | None
+    schema: TableSchema | None
+    shards: int
+
+
+@dataclass
+class Ghost:
+    """An online-DDL shadow table: its schema and the ALTERs run on it, recorded."""
+
+    schema: TableSchema
+    statements: list[str] = field(default_factory=list)
+
+
+class Coordinator:
+    def __init__(
+        self,
+        router: Router,
+        configs: dict[TargetId, TargetConfig] | None = None,
+        default: TargetConfig = TargetConfig(),
+    ) -> None:
+        self.router = router
+        self.configs = dict(configs or {})
+        self.default = default
+        self.targets: dict[TargetId, Target] = {}
+        self.where: dict[ShardId, TargetId] = {}  # shard -> its target
+        self.versions: dict[ShardId, int] = {}  # last table version per shard (ABA)
+        self.ghosts: dict[ShardId, Ghost] = {}
+
+    # --- queries -----------------------------------------------------------------------
+
+    def route_row(self, shard: ShardId) -> RowRoute:
+        kind = self.router.kind(shard)
+        if kind is not TableKind.SHARD:
+            return RowRoute("drop", reason=f"{kind.value} table")
+        target = self.where.get(shard)
+        if target is None:
+            return RowRoute("unknown", reason=f"table {shard} was never registered")
+        st = self.targets[target].shards[shard]
+        if st.held:
+            return RowRoute("hold", target, st.version)
+        return RowRoute("write", target, st.version, st.project)
+
+    def shard_state(self, shard: ShardId) -> ShardState | None:
+        target = self.where.get(shard)
+        return None if target is None else self.targets[target].shards[shard]
+
+    def locks(self) -> list[LockView]:
+        views = []
+        for tid in sorted(self.targets):
+            t = self.targets[tid]
+            held = t.held_shards()
+            views.append(
+                LockView(
+                    target=tid,
+                    mode=t.mode,
+                    stage=t.stage,
+                    blocked=tuple(sorted(s.shard for s in held)),
+                    pending_ddl=tuple(
+                        (s.shard, d.sql, d.position) for s in held for d in s.pending
+                    ),
+                    conflict=t.conflict,
+                    schema=t.downstream(),
+                    shards=len(t.shards),
+                )
+            )
+        return views
+
+    # --- events ------------------------------------------------------------------------
+
+    def register(self, shard: ShardId, schema: TableSchema, position: Position = None) -> list[Decision]:
+        """A table known at start (snapshot / initial schema): it joins its target."""
+        out: list[Decision] = []
+        ddl = PendingDDL(schema.to_sql(shard.table), position, CreateTable(TableName(shard.table), schema))
+        self._create(shard, schema, ddl, out)
+        return out
+
+    def on_ddl(self, shard: ShardId, sql: str, position: Position) -> list[Decision]:
+        """A DDL statement from the binlog of ``shard``'s source and database."""
+        out: list[Decision] = []
+        try:
+            changes = parse_ddl(sql)
+        except DDLError as e:
+            st = self.shard_state(shard)
+            if st is not None:
+                self._lock_ddl(st, PendingDDL(sql, position, None, e.reason), out)
+            return out  # an unparseable statement on a table we do not route is irrelevant
+        renames = [c for c in changes if isinstance(c, RenameTable)]
+        if renames:
+            self._renames(shard, renames, sql, position, out)
+        for change in changes:
+            if not isinstance(change, RenameTable):
+                self._change(shard, change, sql, position, out)
+        return out
+
+    def command(self, cmd: OperatorCommand) -> list[Decision]:
+        """An operator command (``shardmerge unlock ...``); takes effect at once."""
+        out: list[Decision] = []
+        t = self.targets.get(cmd.target)
+        if t is None:
+            raise OperatorError(f"no target {cmd.target}; targets: {', '.join(map(str, self.targets)) or 'none'}")
+        rules = RULES[t.mode]
+        if cmd.action == "force-remove":
+            for st in t.held_shards():
+                rules.skip(t, st, out)
+            return out
+        assert cmd.shard is not None
+        st = t.shards.get(cmd.shard)
+        if st is None or not st.held:
+            held = ", ".join(str(s.shard) for s in t.held_shards()) or "none"
+            raise OperatorError(f"shard {cmd.shard} is not held on {t.id} (held: {held})")
+        if cmd.action == "skip":
+            rules.skip(t, st, out)
+        elif cmd.action == "exec":
+            rules.execute(t, st, out)
+        else:
+            position = st.pending[0].position
+            ddls = [self._pending(st.shard, s, position) for s in cmd.statements]
+            rules.replace(t, st, ddls, out)
+        return out
+
+    # --- table-level statements ----------------------------------------------------------
+
+    def _table(self, shard: ShardId, name: TableName) -> ShardId:
+        return ShardId(shard.source, name.db or shard.db, name.table)
+
+    def _change(
+        self, shard: ShardId, change: SchemaChange, sql: str, position: Position, out: list[Decision]
+    ) -> None:
+        match change:
+            case CreateTable(table, schema, if_not_exists):
+                self._on_create(self._table(shard, table), schema, if_not_exists, sql, position, out)
+            case CreateTableLike(table, like, if_not_exists):
+                base = self._schema_of(self._table(shard, like))
+                if base is None:
+                    raise UnknownShardError(f"CREATE TABLE ... LIKE {like}: table {like} is unknown")
+                new = self._table(shard, table)
+                self._on_create(new, base.renamed(new.table), if_not_exists, sql, position, out)
+            case AlterTable(table, _):
+                self._on_alter(self._table(shard, table), change, sql, position, out)
+            case TruncateTable(table):
+                target = self._table(shard, table)
+                st = self.shard_state(target)
+                if st is not None:
+                    self._lock_ddl(st, PendingDDL(sql, position, change), out)
+            case DropTable(table, _):
+                self._drop(self._table(shard, table), out)
+            case DropDatabase(name, _):
+                for s in [s for s in self.where if s.source == shard.source and s.db == name]:
+                    self._drop(s, out)
+                for s in [s for s in self.ghosts if s.source == shard.source and s.db == name]:
+                    del self.ghosts[s]
+            case CreateDatabase():
+                pass
+
+    def _on_create(
+        self,
+        shard: ShardId,
+        schema: TableSchema,
+        if_not_exists: bool,
+        sql: str,
+        position: Position,
+        out: list[Decision],
+    ) -> None:
+        kind = self.router.kind(shard)
+        if kind is TableKind.SHADOW:
+            self.ghosts[shard] = Ghost(schema)
+            return
+        if kind is not TableKind.SHARD:
+            return
+        if shard in self.where:
+            if if_not_exists:
+                return
+            self._drop(shard, out)  # re-created without a DROP we saw: a new incarnation
+        ddl = PendingDDL(sql, position, CreateTable(TableName(shard.table), schema))
+        self._create(shard, schema, ddl, out)
+
+    def _create(self, shard: ShardId, schema: TableSchema, ddl: PendingDDL, out: list[Decision]) -> None:
+        route = self.router.route(shard)
+        if route is None:
+            return
+        tid = route.target
+        t = self.targets.get(tid)
+        if t is None:
+            config = self.configs.get(tid, self.default)
+            t = Target(tid, config.mode, config.strict, route.extract, applied=schema.renamed(tid.table))
+            self.targets[tid] = t
+            out.append(CreateTarget(tid, t.downstream() or schema))
+        version = self.versions.get(shard, 0) + 1
+        self.versions[shard] = version
+        st = ShardState(shard, version, schema.renamed(shard.table), admitted=False)
+        t.shards[shard] = st
+        self.where[shard] = tid
+        RULES[t.mode].admit(t, st, ddl, out)
+
+    def _on_alter(
+        self, shard: ShardId, change: AlterTable, sql: str, position: Position, out: list[Decision]
+    ) -> None:
+        kind = self.router.kind(shard)
+        if kind is TableKind.SHADOW:
+            ghost = self.ghosts.get(shard)
+            if ghost is not None:
+                try:
+                    ghost.schema = apply(change, ghost.schema)
+                except SchemaError:
+                    pass  # the real table's DDL will meet the same error at cut-over
+                ghost.statements.append(sql)
+            return
+        st = self.shard_state(shard)
+        if st is None:
+            if kind is TableKind.SHARD:
+                raise UnknownShardError(f"ALTER TABLE on {shard}, whose schema is unknown: {sql!r}")
+            return
+        self._lock_ddl(st, PendingDDL(sql, position, change), out)
+
+    def _lock_ddl(self, st: ShardState, ddl: PendingDDL, out: list[Decision]) -> None:
+        t = self.targets[self.where[st.shard]]
+        if st.held:
+            st.pending.append(ddl)  # processed in order when the shard is released
+            return
+        RULES[t.mode].on_ddl(t, st, ddl, out)
+
+    def _drop(self, shard: ShardId, out: list[Decision]) -> None:
+        self.ghosts.pop(shard, None)
+        tid = self.where.pop(shard, None)
+        if tid is None:
+            return
+        t = self.targets[tid]
+        st = t.shards.pop(shard)
+        rules = RULES[t.mode]
+        if st.held:
+            # The table is gone: its held events happened, so they replay; its pending DDLs
+            # will never matter.
+            rules.forget(t, st)
+            out.append(Release(tid, shard, st.version, None, project=True))
+        if isinstance(rules, OptimisticRules) and t.schemas():
+            rules.follow_join(t, join_all(t.schemas()), f"table {shard} dropped", out)
+        rules.settle(t, out)
+
+    def _renames(
+        self, shard: ShardId, renames: list[RenameTable], sql: str, position: Position, out: list[Decision]
+    ) -> None:
+        pairs = [(self._table(shard, r.old), self._table(shard, r.new)) for r in renames]
+        cut_over = {new for old, new in pairs if self.router.kind(old) is TableKind.SHADOW}
+        for old, new in pairs:
+            if new in cut_over:
+                self._cut_over(old, new, position, out)
+            elif old in cut_over:
+                continue  # the real table moves aside for its shadow: not a change
+            else:
+                self._rename(old, new, out)
+
+    def _rename(self, old: ShardId, new: ShardId, out: list[Decision]) -> None:
+        tid = self.where.get(old)
+        if tid is None:
+            ghost = self.ghosts.pop(old, None)
+            if ghost is not None and self.router.kind(new) is TableKind.SHADOW:
+                self.ghosts[new] = ghost
+            return
+        t = self.targets[tid]
+        if self.router.target(new) == tid and new not in self.where:
+            # Same target: not a schema change. The shard carries on under its new name.
+            st = t.shards.pop(old)
+            st.shard = new
+            t.shards[new] = st
+            del self.where[old]
+            self.where[new] = tid
+            self.versions[new] = st.version
+            if old in t.ready:
+                t.ready[t.ready.index(old)] = new
+            return
+        schema = t.shards[old].schema
+        self._drop(old, out)
+        if self.router.kind(new) is TableKind.SHARD:
+            self._create(new, schema, PendingDDL(f"RENAME TABLE {old.table} TO {new.table}", None, None), out)
+
+    def _cut_over(self, shadow: ShardId, real: ShardId, position: Position, out: list[Decision]) -> None:
+        """gh-ost / pt-osc cut-over: the shadow's recorded ALTERs become the real table's."""
+        ghost = self.ghosts.pop(shadow, None)
+        st = self.shard_state(real)
+        if st is None:
+            return
+        if ghost is None or not ghost.statements:
+            reason = f"online-DDL cut-over from {shadow.table}, but no DDL was recorded for it"
+            self._lock_ddl(st, PendingDDL(f"RENAME TABLE {shadow.table} TO {real.table}", position, None, reason), out)
+            return
+        specs: list[AlterSpec] = []
+        for statement in ghost.statements:
+            for change in parse_ddl(statement):
+                if isinstance(change, AlterTable):
+                    specs.extend(change.specs)
+        change = AlterTable(TableName(real.table), tuple(specs))
+        self._lock_ddl(st, PendingDDL(alter_sql(real.table, change.specs), position, change), out)
+
+    def _schema_of(self, shard: ShardId) -> TableSchema | None:
+        st = self.shard_state(shard)
+        if st is not None:
+            return st.schema
+        ghost = self.ghosts.get(shard)
+        return ghost.schema if ghost else None
+
+    def _pending(self, shard: ShardId, sql: str, position: Position) -> PendingDDL:
+        try:
+            changes = parse_ddl(sql)
+        except DDLError as e:
+            return PendingDDL(sql, position, None, e.reason)
+        if len(changes) != 1 or not isinstance(changes[0], AlterTable | TruncateTable):
+            raise OperatorError(f"a replacement must be one ALTER TABLE or TRUNCATE, got {sql!r}")
+        return PendingDDL(sql, position, changes[0])
+

@@ -1,0 +1,86 @@
+"""Decisions: what the coordinator tells an engine to do, as values.
+
+The coordinator never performs I/O. Each call returns a list of decisions that the
+engine (the in-memory scenario engine or the streaming job) executes *in order*.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from coordinator.ids import Position, ShardId, TargetId
+from schemas.changes import AlterSpec
+from schemas.model import TableSchema
+
+__all__ = [
+    "ApplyDDL",
+    "CreateTarget",
+    "Decision",
+    "Hold",
+    "Release",
+    "Truncate",
+]
+
+
+@dataclass(frozen=True)
+class CreateTarget:
+    """Create the downstream table (if it does not exist) with this schema."""
+
+    target: TargetId
+    schema: TableSchema
+
+
+@dataclass(frozen=True)
+class ApplyDDL:
+    """Run these ALTER specs on the downstream table; ``schema`` is the result.
+
+    ``statement`` is the rendered MySQL statement (for logs, the dashboard and JDBC sinks);
+    ``reason`` says which shard DDL caused it.
+    """
+
+    target: TargetId
+    specs: tuple[AlterSpec, ...]
+    schema: TableSchema
+    statement: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Hold:
+    """From ``position`` on, keep this shard's events (durably, in order) instead of
+    writing them downstream."""
+
+    target: TargetId
+    shard: ShardId
+    version: int
+    position: Position
+    reason: str
+
+
+@dataclass(frozen=True)
+class Release:
+    """Replay the held events of a shard, in order, then write its new events again.
+
+    Only events before ``until`` are replayed when ``until`` is set (the shard is held again
+    from there). With ``project``, values of columns the downstream lacks are dropped (the
+    shard's DDL was skipped by an operator); otherwise such a value is an error.
+    """
+
+    target: TargetId
+    shard: ShardId
+    version: int
+    until: Position | None = None
+    project: bool = False
+
+
+@dataclass(frozen=True)
+class Truncate:
+    """Delete the downstream rows of one shard: those whose columns equal ``match``."""
+
+    target: TargetId
+    shard: ShardId
+    version: int
+    match: tuple[tuple[str, str], ...]
+
+
+Decision = CreateTarget | ApplyDDL | Hold | Release | Truncate

@@ -1,0 +1,138 @@
+"""Pessimistic shard DDL: every shard runs the same DDLs in the same order.
+
+Internal module. The lock's ``expected`` DDL is the first one a shard ran; each shard
+that runs it is held and joins ``ready``. DDLs are compared after normalisation (parsed,
+identifiers lower-cased, table routed to the target), so spelling does not matter and
+column position does. A different DDL at that position is a conflict. When every shard of
+the target is ready, the DDL runs downstream once and the shards are released in the
+order they were held; DDLs they ran meanwhile are then processed one by one, which is how
+"each shard's sequence is a prefix of the lock's sequence" is checked.
+"""
+
+from __future__ import annotations
+
+from coordinator.decisions import Decision
+from coordinator.locks import LockRules
+from coordinator.target import PendingDDL, ShardState, Target
+from schemas.changes import AlterTable, SchemaChange
+from schemas.ddl import apply, normalize
+from schemas.errors import Incompatible, SchemaError
+from schemas.lattice import compare
+from schemas.model import TableName, TableSchema
+
+__all__ = ["PessimisticRules"]
+
+
+def _key(t: Target, ddl: PendingDDL) -> SchemaChange | None:
+    assert ddl.change is not None
+    return normalize(ddl.change, TableName(t.id.table))
+
+
+class PessimisticRules(LockRules):
+    def on_alter(
+        self, t: Target, st: ShardState, ddl: PendingDDL, change: AlterTable, out: list[Decision]
+    ) -> None:
+        try:
+            apply(change, st.schema)
+        except SchemaError as e:
+            self.block(t, st, ddl, f"shard {st.shard}: {ddl.sql!r} cannot apply: {e}", out)
+            return
+        owed = t.owed.get(st.shard)
+        if owed is not None and _key(t, owed) == _key(t, ddl):
+            # An operator already ran this DDL downstream: the shard just catches up.
+            del t.owed[st.shard]
+            t.set_schema(st, apply(change, st.schema))
+            return
+        if t.expected is None:
+            t.expected = ddl
+            t.ready = [st.shard]
+            t.hold(st, ddl, f"shard {st.shard} ran {ddl.sql!r}; waiting for the other shards", out)
+        elif _key(t, ddl) == _key(t, t.expected):
+            t.ready.append(st.shard)
+            t.hold(st, ddl, f"shard {st.shard} ran {ddl.sql!r}; waiting for the other shards", out)
+        else:
+            first = t.ready[0] if t.ready else None
+            self.block(
+                t,
+                st,
+                ddl,
+                f"shard {st.shard} ran {ddl.sql!r} but shard {first} ran "
+                f"{t.expected.sql!r} at the same position",
+                out,
+            )
+        self.settle(t, out)
+
+    def admit(self, t: Target, st: ShardState, ddl: PendingDDL, out: list[Decision]) -> None:
+        if t.applied is not None:
+            try:
+                same = compare(t.applied, st.schema) == 0
+            except Incompatible:
+                same = False
+            if not same:
+                st.admitted = False
+                self.block(
+                    t,
+                    st,
+                    ddl,
+                    f"new table {st.shard} has a schema that differs from target {t.id}'s",
+                    out,
+                )
+                return
+        st.admitted = True
+        if t.applied is None:
+            t.applied = st.schema
+
+    def forget(self, t: Target, st: ShardState) -> None:
+        if st.shard in t.ready:
+            t.ready.remove(st.shard)
+        if not t.ready:
+            t.expected = None
+
+    def executed(
+        self, t: Target, st: ShardState, post: TableSchema, out: list[Decision]
+    ) -> None:
+        ddl = st.pending[0]
+        same = t.expected is not None and _key(t, t.expected) == _key(t, ddl)
+        peers = [t.shards[s] for s in t.ready if s in t.shards] if same else []
+        if st not in peers:
+            peers.append(st)
+        if same:
+            # The lock's DDL ran downstream: shards that have not run it yet owe it.
+            for other in t.shards.values():
+                if other.admitted and other not in peers:
+                    t.owed[other.shard] = ddl
+            t.expected = None
+            t.ready = []
+        else:
+            self.forget(t, st)
+        self._finish(t, peers, out)
+
+    def settle(self, t: Target, out: list[Decision]) -> None:
+        if t.expected is None or any(s.conflict for s in t.shards.values()):
+            return
+        admitted = [s for s in t.shards.values() if s.admitted]
+        if any(s.shard not in t.ready for s in admitted):
+            return
+        ddl = t.expected
+        assert isinstance(ddl.change, AlterTable) and t.applied is not None
+        try:
+            downstream = apply(AlterTable(ddl.change.table, ddl.change.specs), t.applied)
+        except SchemaError as e:
+            st = t.shards[t.ready[0]]
+            st.conflict = f"{ddl.sql!r} cannot run downstream on {t.id}: {e}"
+            return
+        reason = f"every shard of {t.id} ran {ddl.sql!r}"
+        t.run_downstream(ddl.change.specs, downstream, reason, out)
+        self._finish(t, [t.shards[s] for s in t.ready], out)
+
+    def _finish(self, t: Target, done: list[ShardState], out: list[Decision]) -> None:
+        """The shards in ``done`` have their DDL downstream: new schemas, then release."""
+        if t.expected is not None and {s.shard for s in done} >= set(t.ready):
+            t.expected = None
+            t.ready = []
+        for s in done:
+            change = s.pending[0].change
+            assert isinstance(change, AlterTable)
+            t.set_schema(s, apply(change, s.schema))
+        for s in sorted(done, key=lambda s: s.held_seq):
+            self.release(t, s, out)

@@ -1,0 +1,195 @@
+"""The state of one target (downstream table) and the mechanics both lock modes share.
+
+Internal module. A :class:`Target` holds the shards routed to it, the schema that has been
+applied downstream, and the lock: which shards are held, on which pending DDL, and
+whether the lock is in conflict. Mode-specific rules live in :mod:`coordinator.optimistic`
+and :mod:`coordinator.pessimistic`; both call the helpers here so that holding, releasing
+and running DDL downstream happen one way only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Literal
+
+from coordinator.decisions import ApplyDDL, Decision, Hold, Release, Truncate
+from coordinator.ids import Position, ShardId, TargetId
+from coordinator.routing import Extract
+from schemas.changes import AlterSpec, AlterTable, CreateTable, TruncateTable
+from schemas.errors import ShardMergeError
+from schemas.model import Column, ColumnType, TableSchema, name_key
+from schemas.render import alter_sql
+
+__all__ = ["ConflictError", "PendingDDL", "ShardState", "Stage", "Target"]
+
+Stage = Literal["none", "waiting", "conflict"]
+Mode = Literal["optimistic", "pessimistic"]
+
+EXTRACT_TYPE = ColumnType("VARCHAR", length=255)
+
+
+class ConflictError(ShardMergeError):
+    """A strict target met a conflict: the run stops.
+
+    The message names the shard and the statement. To go on, fix the upstream DDL or turn
+    ``strict`` off for the target and resolve the lock with ``shardmerge unlock``.
+    """
+
+
+@dataclass(frozen=True)
+class PendingDDL:
+    """A shard DDL waiting in the lock: its text, where it happened, what it does.
+
+    ``change`` is None when the statement could not be parsed (``error`` says why).
+    """
+
+    sql: str
+    position: Position
+    change: AlterTable | TruncateTable | CreateTable | None
+    error: str | None = None
+
+
+@dataclass
+class ShardState:
+    """One shard of a target.
+
+    ``schema`` is the shard's schema as coordination counts it (``prev`` in the seed
+    proposal). A shard is *held* exactly when ``pending`` is not empty: ``pending[0]`` is
+    the DDL it waits on (held from its position); later entries arrived while it was held
+    and are processed, in order, when it is released. ``post`` is the schema after an
+    optimistic conflict DDL. ``project`` is set once an operator skipped one of its DDLs:
+    its rows may carry columns the downstream lacks, whose values are then dropped.
+    """
+
+    shard: ShardId
+    version: int
+    schema: TableSchema
+    pending: list[PendingDDL] = field(default_factory=list)
+    post: TableSchema | None = None
+    held_seq: int = 0
+    project: bool = False
+    conflict: str | None = None  # why this shard's DDL cannot resolve by itself
+    admitted: bool = True  # False while a new table whose schema does not fit is held
+
+    @property
+    def held(self) -> bool:
+        return bool(self.pending)
+
+    @property
+    def final(self) -> TableSchema:
+        return self.post if self.post is not None else self.schema
+
+
+@dataclass
+class Target:
+    """A downstream table, its shards and its lock."""
+
+    id: TargetId
+    mode: Mode
+    strict: bool
+    extract: Extract
+    shards: dict[ShardId, ShardState] = field(default_factory=dict)
+    applied: TableSchema | None = None  # downstream schema, extract columns left out
+    seq: int = 0  # orders holds
+    # pessimistic: the DDL every shard must run next, and who ran it
+    expected: PendingDDL | None = None
+    ready: list[ShardId] = field(default_factory=list)
+    owed: dict[ShardId, PendingDDL] = field(default_factory=dict)  # forced by `exec`
+
+    # --- views ---------------------------------------------------------------------
+
+    @property
+    def conflict(self) -> str | None:
+        """Why the lock cannot resolve by itself, or None."""
+        reasons = dict.fromkeys(s.conflict for s in self.held_shards() if s.conflict)
+        return "; ".join(reasons) if reasons else None
+
+    @property
+    def stage(self) -> Stage:
+        if self.conflict is not None:
+            return "conflict"
+        if any(s.held for s in self.shards.values()):
+            return "waiting"
+        return "none"
+
+    def held_shards(self) -> list[ShardState]:
+        return sorted((s for s in self.shards.values() if s.held), key=lambda s: s.held_seq)
+
+    def downstream(self) -> TableSchema | None:
+        """The full downstream schema: the applied schema plus the extract columns."""
+        return None if self.applied is None else with_extract(self.applied, self.extract)
+
+    # --- shared mechanics ----------------------------------------------------------
+
+    def schemas(self) -> list[TableSchema]:
+        """The distinct schemas of the admitted shards, in shard order.
+
+        Joins run over these: shards share a handful of shapes, so at thousands of shards a
+        join costs a few lattice operations plus one hashing pass (schemas cache their hash).
+        """
+        return list(dict.fromkeys(s.schema for s in self.shards.values() if s.admitted))
+
+    def set_schema(self, state: ShardState, schema: TableSchema) -> None:
+        state.schema = schema
+
+    def hold(self, state: ShardState, ddl: PendingDDL, reason: str, out: list[Decision]) -> None:
+        self.seq += 1
+        state.held_seq = self.seq
+        state.pending.insert(0, ddl)
+        out.append(Hold(self.id, state.shard, state.version, ddl.position, reason))
+
+    def release_rows(self, state: ShardState, until: Position | None, out: list[Decision]) -> None:
+        out.append(Release(self.id, state.shard, state.version, until, state.project))
+
+    def run_downstream(
+        self, specs: tuple[AlterSpec, ...], schema: TableSchema, reason: str, out: list[Decision]
+    ) -> None:
+        """Record that ``specs`` run downstream, turning the applied schema into ``schema``."""
+        if not specs:
+            self.applied = schema
+            return
+        self.applied = schema
+        full = with_extract(schema, self.extract)
+        out.append(ApplyDDL(self.id, specs, full, alter_sql(self.id.table, specs), reason))
+
+    def truncate(self, state: ShardState, out: list[Decision]) -> bool:
+        """Delete one shard's rows downstream, if the extract columns tell them apart."""
+        others = [s for s in self.shards if s != state.shard]
+        if not self.extract.tells_apart(state.shard, others):
+            return False
+        match = tuple(sorted(self.extract.values(state.shard).items()))
+        out.append(Truncate(self.id, state.shard, state.version, match))
+        return True
+
+    def truncate_all(self, state: ShardState, out: list[Decision]) -> None:
+        """An operator executes a TRUNCATE as written: every row of the target goes."""
+        out.append(Truncate(self.id, state.shard, state.version, ()))
+
+    def fail_strict(self, state: ShardState, ddl: PendingDDL, why: str) -> None:
+        if self.strict:
+            raise ConflictError(
+                f"conflict on target {self.id} (strict): shard {state.shard} ran {ddl.sql!r}: {why}"
+            )
+
+    def truncate_reason(self, state: ShardState) -> str:
+        return (
+            f"TRUNCATE on shard {state.shard} cannot be applied: target {self.id} has no "
+            "extract columns (extract.source_column / db_column / table_column) that tell "
+            "this shard's rows apart from the other shards'; set them, or skip it with "
+            f"`shardmerge unlock {self.id} --shard {state.shard} --action skip`"
+        )
+
+
+def with_extract(schema: TableSchema, extract: Extract) -> TableSchema:
+    """The downstream shape: extract columns appended and added to the primary key."""
+    names = extract.columns()
+    if not names:
+        return schema
+    extra = [
+        Column(n, EXTRACT_TYPE, nullable=False) for n in names if not schema.has_column(n)
+    ]
+    pk = schema.primary_key + tuple(
+        n for n in names if name_key(n) not in {name_key(p) for p in schema.primary_key}
+    )
+    return dataclasses.replace(schema, columns=schema.columns + tuple(extra), primary_key=pk)

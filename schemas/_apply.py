@@ -1,0 +1,228 @@
+"""Internal: apply a schema change to a table schema, as MySQL would.
+
+Pure: a schema and a change in, the next schema out, or SchemaError naming the column
+or index and the table when MySQL would reject the change. Exported as
+:func:`schemas.ddl.apply`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from schemas._types import inherit_charset, literal_for
+from schemas.changes import (
+    AddColumn,
+    AddIndex,
+    AddPrimaryKey,
+    AlterSpec,
+    AlterTable,
+    ChangeColumn,
+    CreateTable,
+    DropColumn,
+    DropIndex,
+    DropPrimaryKey,
+    ModifyColumn,
+    Position,
+    RenameColumn,
+    RenameIndex,
+    SchemaChange,
+    SetDefault,
+    TableOptions,
+)
+from schemas.errors import SchemaError
+from schemas.model import CHARSET_TYPES, Column, Index, TableSchema, name_key
+
+__all__ = ["apply", "auto_index_name"]
+
+
+def auto_index_name(column: str, taken: Iterable[str]) -> str:
+    """MySQL's name for an unnamed index: its first column, then ``_2``, ``_3`` on clashes."""
+    keys = {name_key(t) for t in taken} | {"primary"}
+    name, n = column, 2
+    while name_key(name) in keys:
+        name, n = f"{column}_{n}", n + 1
+    return name
+
+
+def apply(change: SchemaChange, schema: TableSchema | None) -> TableSchema:
+    """The schema after ``change``: CREATE TABLE gives its schema, ALTER TABLE applies its
+    specifications in order. Other statements are not schema transforms (the coordinator
+    handles renames, drops and truncates) and raise SchemaError."""
+    if isinstance(change, CreateTable):
+        return change.schema
+    if not isinstance(change, AlterTable):
+        raise SchemaError(f"{type(change).__name__} is not a schema transform")
+    if schema is None:
+        raise SchemaError(f"cannot alter table {change.table}: its schema is unknown")
+    for spec in change.specs:
+        schema = _spec(spec, schema)
+    return schema
+
+
+def _where(schema: TableSchema) -> str:
+    return f"table {schema.name or '?'!r}"
+
+
+def _need_column(schema: TableSchema, name: str) -> Column:
+    column = schema.column(name)
+    if column is None:
+        raise SchemaError(f"unknown column {name!r} in {_where(schema)}")
+    return column
+
+
+def _need_index(schema: TableSchema, name: str) -> Index:
+    index = schema.index(name)
+    if index is None:
+        raise SchemaError(f"unknown index {name!r} in {_where(schema)}")
+    return index
+
+
+def _defined(schema: TableSchema, column: Column) -> Column:
+    """A column as MySQL stores it when (re)defined in ``schema``: the table's charset."""
+    ctype = inherit_charset(column.type, schema.charset, schema.collation)
+    return dataclasses.replace(column, type=ctype)
+
+
+def _place(
+    schema: TableSchema, columns: list[Column], column: Column, position: Position | None, at: int
+) -> list[Column]:
+    """``columns`` with ``column`` inserted at ``position`` (or at index ``at``)."""
+    if position is not None and position.after is None:
+        at = 0
+    elif position is not None and position.after is not None:
+        keys = [c.key for c in columns]
+        if name_key(position.after) not in keys:
+            raise SchemaError(f"unknown column {position.after!r} in AFTER, in {_where(schema)}")
+        at = keys.index(name_key(position.after)) + 1
+    return [*columns[:at], column, *columns[at:]]
+
+
+def _replace_column(
+    schema: TableSchema, old: str, column: Column, position: Position | None, define: bool = True
+) -> TableSchema:
+    """``old`` replaced by ``column``, in place unless ``position`` moves it; key and index
+    references follow a rename. ``define``: a redefinition (MODIFY, CHANGE) that takes the
+    table's charset, rather than a rename or a new default."""
+    current = _need_column(schema, old)
+    clash = schema.column(column.name)
+    if clash is not None and clash.key != current.key:
+        raise SchemaError(f"column {column.name!r} already exists in {_where(schema)}")
+    keys = [c.key for c in schema.columns]
+    at = keys.index(current.key)
+    rest = [c for c in schema.columns if c.key != current.key]
+    columns = _place(schema, rest, _defined(schema, column) if define else column, position, at)
+
+    def rename(name: str) -> str:
+        return column.name if name_key(name) == current.key else name
+
+    return schema.replace(
+        columns=tuple(columns),
+        primary_key=tuple(rename(c) for c in schema.primary_key),
+        indexes=tuple(
+            dataclasses.replace(i, columns=tuple(rename(c) for c in i.columns))
+            for i in schema.indexes
+        ),
+    )
+
+
+def _spec(spec: AlterSpec, schema: TableSchema) -> TableSchema:
+    if isinstance(spec, AddColumn):
+        if schema.has_column(spec.column.name):
+            raise SchemaError(f"column {spec.column.name!r} already exists in {_where(schema)}")
+        columns = list(schema.columns)
+        column = _defined(schema, spec.column)
+        return schema.with_columns(_place(schema, columns, column, spec.position, len(columns)))
+    if isinstance(spec, ModifyColumn):
+        return _replace_column(schema, spec.column.name, spec.column, spec.position)
+    if isinstance(spec, ChangeColumn):
+        return _replace_column(schema, spec.old_name, spec.column, spec.position)
+    if isinstance(spec, RenameColumn):
+        column = _need_column(schema, spec.old_name)
+        return _replace_column(schema, spec.old_name, column.renamed(spec.new_name), None, False)
+    if isinstance(spec, DropColumn):
+        return _drop_column(schema, spec.name)
+    if isinstance(spec, SetDefault):
+        column = _need_column(schema, spec.name)
+        default = literal_for(spec.default, column.type)
+        if default == "NULL":
+            if not column.nullable:
+                raise SchemaError(
+                    f"column {column.name!r} is NOT NULL and cannot have DEFAULT NULL,"
+                    f" in {_where(schema)}"
+                )
+            default = None
+        column = dataclasses.replace(column, default=default)
+        return _replace_column(schema, spec.name, column, None, define=False)
+    if isinstance(spec, AddIndex):
+        return _add_index(schema, spec.index)
+    if isinstance(spec, DropIndex):
+        index = _need_index(schema, spec.name)
+        return schema.replace(indexes=tuple(i for i in schema.indexes if i is not index))
+    if isinstance(spec, RenameIndex):
+        index = _need_index(schema, spec.old_name)
+        if schema.index(spec.new_name) not in (None, index):
+            raise SchemaError(f"index {spec.new_name!r} already exists in {_where(schema)}")
+        renamed = dataclasses.replace(index, name=spec.new_name)
+        return schema.replace(indexes=tuple(renamed if i is index else i for i in schema.indexes))
+    if isinstance(spec, AddPrimaryKey):
+        return _add_primary_key(schema, spec.columns)
+    if isinstance(spec, DropPrimaryKey):
+        if not schema.primary_key:
+            raise SchemaError(f"{_where(schema)} has no primary key to drop")
+        return schema.replace(primary_key=())
+    return _table_options(schema, spec)
+
+
+def _drop_column(schema: TableSchema, name: str) -> TableSchema:
+    column = _need_column(schema, name)
+    if len(schema.columns) == 1:
+        raise SchemaError(f"cannot drop {column.name!r}, the only column of {_where(schema)}")
+    indexes = []
+    for index in schema.indexes:
+        kept = tuple(c for c in index.columns if name_key(c) != column.key)
+        if kept:  # an index left without columns is dropped, as in MySQL
+            indexes.append(dataclasses.replace(index, columns=kept))
+    return schema.replace(
+        columns=tuple(c for c in schema.columns if c.key != column.key),
+        primary_key=tuple(c for c in schema.primary_key if name_key(c) != column.key),
+        indexes=tuple(indexes),
+    )
+
+
+def _add_index(schema: TableSchema, index: Index) -> TableSchema:
+    for name in index.columns:
+        if not schema.has_column(name):
+            raise SchemaError(
+                f"index {index.name or name!r} names unknown column {name!r} in {_where(schema)}"
+            )
+    name = index.name or auto_index_name(index.columns[0], [i.name for i in schema.indexes])
+    if schema.index(name) is not None or name_key(name) == "primary":
+        raise SchemaError(f"index {name!r} already exists in {_where(schema)}")
+    return schema.replace(indexes=(*schema.indexes, dataclasses.replace(index, name=name)))
+
+
+def _add_primary_key(schema: TableSchema, names: tuple[str, ...]) -> TableSchema:
+    if schema.primary_key:
+        raise SchemaError(f"{_where(schema)} already has a primary key")
+    keys = {name_key(_need_column(schema, n).name) for n in names}
+    # Primary key columns are NOT NULL (MySQL makes them so).
+    columns = [
+        dataclasses.replace(c, nullable=False) if c.key in keys else c for c in schema.columns
+    ]
+    return schema.replace(columns=tuple(columns), primary_key=names)
+
+
+def _table_options(schema: TableSchema, spec: TableOptions) -> TableSchema:
+    charset, collation = spec.charset, spec.collation
+    if not spec.convert:
+        return schema.replace(charset=charset, collation=collation)
+    columns = tuple(
+        dataclasses.replace(
+            c, type=dataclasses.replace(c.type, charset=charset, collation=collation)
+        )
+        if c.type.base in CHARSET_TYPES
+        else c
+        for c in schema.columns
+    )
+    return schema.replace(columns=columns, charset=charset, collation=collation)

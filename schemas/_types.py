@@ -1,0 +1,244 @@
+"""Internal: sqlglot column types and literals as normalised model values.
+
+One MySQL type has many spellings; these functions give each meaning one value, so that
+equal meaning compares equal (``INT(11)`` is ``INT``, ``NUMERIC`` is ``DECIMAL(10,0)``,
+``utf8`` is ``utf8mb3``). Type names follow
+https://dev.mysql.com/doc/refman/8.0/en/data-types.html.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from decimal import Decimal, InvalidOperation
+
+from sqlglot import exp
+
+from schemas.model import (
+    CHARSET_TYPES,
+    FLOAT_TYPES,
+    INTEGER_TYPES,
+    TIME_TYPES,
+    ColumnType,
+    sql_string,
+)
+
+__all__ = [
+    "CURRENT_TIMESTAMP",
+    "charset_name",
+    "collation_name",
+    "column_type",
+    "default_literal",
+    "inherit_charset",
+    "literal_for",
+]
+
+CURRENT_TIMESTAMP = "CURRENT_TIMESTAMP"
+DT = exp.DType
+
+# sqlglot's type -> (MySQL base name, unsigned, charset the type implies).
+_BASES: dict[DT, tuple[str, bool, str | None]] = {
+    DT.TINYINT: ("TINYINT", False, None),
+    DT.UTINYINT: ("TINYINT", True, None),
+    DT.BOOLEAN: ("TINYINT", False, None),
+    DT.SMALLINT: ("SMALLINT", False, None),
+    DT.USMALLINT: ("SMALLINT", True, None),
+    DT.MEDIUMINT: ("MEDIUMINT", False, None),
+    DT.UMEDIUMINT: ("MEDIUMINT", True, None),
+    DT.INT: ("INT", False, None),
+    DT.UINT: ("INT", True, None),
+    DT.BIGINT: ("BIGINT", False, None),
+    DT.UBIGINT: ("BIGINT", True, None),
+    DT.DECIMAL: ("DECIMAL", False, None),
+    DT.UDECIMAL: ("DECIMAL", True, None),
+    DT.FLOAT: ("FLOAT", False, None),
+    DT.DOUBLE: ("DOUBLE", False, None),
+    DT.UDOUBLE: ("DOUBLE", True, None),
+    DT.BIT: ("BIT", False, None),
+    DT.CHAR: ("CHAR", False, None),
+    DT.NCHAR: ("CHAR", False, "utf8mb3"),
+    DT.VARCHAR: ("VARCHAR", False, None),
+    DT.NVARCHAR: ("VARCHAR", False, "utf8mb3"),
+    DT.BINARY: ("BINARY", False, None),
+    DT.VARBINARY: ("VARBINARY", False, None),
+    DT.TINYTEXT: ("TINYTEXT", False, None),
+    DT.TEXT: ("TEXT", False, None),
+    DT.MEDIUMTEXT: ("MEDIUMTEXT", False, None),
+    DT.LONGTEXT: ("LONGTEXT", False, None),
+    DT.TINYBLOB: ("TINYBLOB", False, None),
+    DT.BLOB: ("BLOB", False, None),
+    DT.MEDIUMBLOB: ("MEDIUMBLOB", False, None),
+    DT.LONGBLOB: ("LONGBLOB", False, None),
+    DT.DATE: ("DATE", False, None),
+    DT.DATETIME: ("DATETIME", False, None),
+    DT.TIMESTAMP: ("TIMESTAMP", False, None),
+    DT.TIMESTAMPTZ: ("TIMESTAMP", False, None),  # sqlglot's MySQL TIMESTAMP
+    DT.TIME: ("TIME", False, None),
+    DT.YEAR: ("YEAR", False, None),
+    DT.JSON: ("JSON", False, None),
+    DT.ENUM: ("ENUM", False, None),
+    DT.SET: ("SET", False, None),
+    DT.GEOMETRY: ("GEOMETRY", False, None),
+}
+
+# Types whose length MySQL defaults to 1 when none is written (CHAR is CHAR(1)).
+_LENGTH_ONE = ("CHAR", "BINARY", "BIT")
+_BINARY_OF = {
+    "CHAR": "BINARY",
+    "VARCHAR": "VARBINARY",
+    "TINYTEXT": "TINYBLOB",
+    "TEXT": "BLOB",
+    "MEDIUMTEXT": "MEDIUMBLOB",
+    "LONGTEXT": "LONGBLOB",
+}
+NUMERIC_TYPES = (*INTEGER_TYPES, *FLOAT_TYPES, "DECIMAL", "BIT", "YEAR")
+
+
+class UnsupportedType(ValueError):
+    """A type sqlglot parsed that has no MySQL meaning here; the caller names the statement."""
+
+
+def charset_name(name: str) -> str:
+    """``utf8`` is ``utf8mb3`` (MySQL 8 reports it so); names are case-insensitive."""
+    name = name.lower()
+    return "utf8mb3" if name == "utf8" else name
+
+
+def collation_name(name: str) -> str:
+    name = name.lower()
+    return "utf8mb3" + name[4:] if name.startswith("utf8_") else name
+
+
+def charset_of(collation: str) -> str:
+    """The charset a collation belongs to (``utf8mb4_bin`` -> ``utf8mb4``)."""
+    return collation.split("_", 1)[0]
+
+
+def column_type(kind: exp.DataType, constraints: list[exp.Expression]) -> ColumnType:
+    """The normalised type of a sqlglot type and its column constraints.
+
+    Charset/collation here are only the ones written on the column (or implied by a
+    COLLATE, or by NCHAR); :func:`inherit_charset` adds the table's.
+    """
+    if kind.this not in _BASES:
+        raise UnsupportedType(f"unsupported type {kind.sql(dialect='mysql')}")
+    base, unsigned, charset = _BASES[kind.this]
+    params = [p.this if isinstance(p, exp.DataTypeParam) else p for p in kind.expressions]
+    members: tuple[str, ...] = ()
+    length = scale = None
+    if base in ("ENUM", "SET"):
+        members = tuple(_string(p) for p in params)
+    else:
+        numbers = [_int(p) for p in params]
+        length = numbers[0] if numbers else None
+        scale = numbers[1] if len(numbers) > 1 else None
+    if base in INTEGER_TYPES or base in ("YEAR", "DOUBLE") or base.endswith(("TEXT", "BLOB")):
+        # Display widths, DOUBLE(M,D) and TEXT(M) do not change what a column holds here.
+        length = scale = None
+    elif base == "FLOAT":
+        base = "DOUBLE" if length is not None and scale is None and length > 24 else base
+        length = scale = None
+    elif base == "DECIMAL":
+        length, scale = (10 if length is None else length), (scale or 0)
+    elif base in TIME_TYPES and length == 0:
+        length = None
+    elif base in _LENGTH_ONE and length is None:
+        length = 1
+    zerofill = any(isinstance(c, exp.ZeroFillColumnConstraint) for c in constraints)
+    collation = None
+    for c in constraints:
+        if isinstance(c, exp.CharacterSetColumnConstraint):
+            charset = charset_name(c.this.name)
+        elif isinstance(c, exp.CollateColumnConstraint):
+            collation = collation_name(c.this.name)
+    if collation and not charset:
+        charset = charset_of(collation)
+    if charset == "binary" and base in _BINARY_OF:
+        # CHARACTER SET binary makes the binary type (CHAR(3) -> BINARY(3)), as MySQL does.
+        base, charset, collation = _BINARY_OF[base], None, None
+    if base not in CHARSET_TYPES and charset is not None:
+        raise UnsupportedType(f"{base} has no character set")
+    return ColumnType(
+        base=base,
+        length=length,
+        scale=scale if base == "DECIMAL" else None,
+        unsigned=unsigned or zerofill,  # ZEROFILL implies UNSIGNED in MySQL
+        zerofill=zerofill,
+        charset=charset,
+        collation=collation,
+        members=members,
+    )
+
+
+def inherit_charset(ctype: ColumnType, charset: str | None, collation: str | None) -> ColumnType:
+    """A character type without its own charset takes the table's, as MySQL stores it."""
+    if ctype.base not in CHARSET_TYPES or ctype.charset is not None:
+        return ctype
+    return dataclasses.replace(ctype, charset=charset, collation=collation if charset else None)
+
+
+def _int(node: exp.Expr) -> int:
+    if isinstance(node, exp.Literal) and not node.is_string and node.name.isdigit():
+        return int(node.name)
+    raise UnsupportedType(f"expected a number, got {node.sql(dialect='mysql')}")
+
+
+def _string(node: exp.Expr) -> str:
+    if isinstance(node, exp.Literal) and node.is_string:
+        return node.name
+    raise UnsupportedType(f"expected a string, got {node.sql(dialect='mysql')}")
+
+
+def default_literal(node: exp.Expression) -> str | None:
+    """A default expression as normalised SQL text; None for ``NULL``."""
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Literal):
+        return sql_string(node.name) if node.is_string else _number(node.name)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return _number("-" + node.this.name)
+    if isinstance(node, exp.Boolean):
+        return "1" if node.this else "0"
+    if isinstance(node, exp.National):
+        return sql_string(node.name)
+    if isinstance(node, exp.Introducer):
+        return default_literal(node.expression)
+    if isinstance(node, exp.CurrentTimestamp | exp.Localtime | exp.Localtimestamp) or (
+        isinstance(node, exp.Anonymous) and node.name.upper() == "NOW"
+    ):
+        args = [
+            a for a in (node.args.get("this"), *node.expressions) if isinstance(a, exp.Expression)
+        ]
+        fsp = _int(args[0]) if args else 0
+        return f"{CURRENT_TIMESTAMP}({fsp})" if fsp else CURRENT_TIMESTAMP
+    return node.sql(dialect="mysql")
+
+
+def _number(text: str) -> str:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return text
+    if value == 0:
+        return "0"
+    return format(value.normalize(), "f")
+
+
+def literal_for(text: str | None, ctype: ColumnType) -> str | None:
+    """A default literal as the column's type stores it: ``'5'`` on an INT is ``5``, ``5``
+    on a VARCHAR is ``'5'`` (MySQL converts a default to the column's type)."""
+    if text is None:
+        return None
+    quoted = text.startswith("'") and text.endswith("'") and len(text) >= 2
+    if ctype.base in NUMERIC_TYPES and ctype.base != "BIT" and quoted:
+        return _number(text[1:-1]) if _is_number(text[1:-1]) else text
+    if ctype.base not in NUMERIC_TYPES and not quoted and _is_number(text):
+        return sql_string(text)
+    return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        Decimal(text)
+    except InvalidOperation:
+        return False
+    return True

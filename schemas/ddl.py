@@ -1,0 +1,485 @@
+"""MySQL DDL statements as typed schema changes (parsed with sqlglot), and applying them.
+
+``parse_ddl`` reads one statement into :mod:`schemas.changes` values, normalised so that
+equal meaning gives equal values (``INTEGER`` is ``INT``, ``utf8`` is ``utf8mb3``, a
+character column without charset takes the table's). ``normalize`` then routes a change
+to its target and folds identifier case, which is what pessimistic coordination compares.
+``apply`` (in :mod:`schemas._apply`) turns a schema and a change into the next schema.
+
+Unnamed indexes in ``ALTER TABLE ... ADD INDEX (a)`` have the empty name: MySQL names
+them after their first column only once it sees the table, and so does ``apply``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from schemas import _sqlglot_compat as compat
+from schemas._apply import apply, auto_index_name
+from schemas._types import (
+    UnsupportedType,
+    charset_name,
+    collation_name,
+    column_type,
+    default_literal,
+    inherit_charset,
+    literal_for,
+)
+from schemas.changes import (
+    AddColumn,
+    AddIndex,
+    AddPrimaryKey,
+    AlterSpec,
+    AlterTable,
+    ChangeColumn,
+    CreateDatabase,
+    CreateTable,
+    CreateTableLike,
+    DropColumn,
+    DropDatabase,
+    DropIndex,
+    DropPrimaryKey,
+    DropTable,
+    ModifyColumn,
+    Position,
+    RenameColumn,
+    RenameIndex,
+    RenameTable,
+    SchemaChange,
+    SetDefault,
+    TableOptions,
+    TruncateTable,
+)
+from schemas.errors import DDLError, SchemaError
+from schemas.model import Column, ColumnType, Index, TableName, TableSchema, name_key
+
+__all__ = [
+    "InvalidDDLError",
+    "apply",
+    "normalize",
+    "parse_create_table",
+    "parse_ddl",
+    "parse_type",
+]
+
+# sqlglot logs a warning each time it falls back to exp.Command; we turn those into DDLError.
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+_IGNORED_CONSTRAINTS = (
+    exp.CommentColumnConstraint,
+    exp.OnUpdateColumnConstraint,
+    exp.CharacterSetColumnConstraint,  # read by column_type
+    exp.CollateColumnConstraint,
+    exp.ZeroFillColumnConstraint,
+    exp.InvisibleColumnConstraint,
+)
+_INDEX_KINDS = {None: "INDEX", "FULLTEXT": "FULLTEXT", "SPATIAL": "SPATIAL"}
+
+
+class InvalidDDLError(DDLError, SchemaError):
+    """A statement that parses but that MySQL rejects (``a INT NOT NULL DEFAULT NULL``,
+    a duplicate column). Both a DDLError (the statement is named) and a SchemaError."""
+
+
+class _Fail(Exception):
+    """Raised inside the walk with a reason; parse_ddl adds the statement."""
+
+
+def parse_ddl(sql: str) -> tuple[SchemaChange, ...]:
+    """One MySQL DDL statement as typed changes; DDLError when it cannot be handled."""
+    try:
+        return _parse(sql)
+    except DDLError:
+        raise
+    except SchemaError as exc:
+        raise InvalidDDLError(sql, str(exc)) from exc
+    except (_Fail, UnsupportedType) as exc:
+        raise DDLError(sql, str(exc)) from None
+    except SqlglotError as exc:
+        raise DDLError(sql, f"cannot parse: {exc}") from exc
+    except Exception as exc:  # a statement sqlglot reads in a shape not foreseen here
+        raise DDLError(sql, f"cannot read the statement: {type(exc).__name__}: {exc}") from exc
+
+
+def parse_create_table(sql: str) -> TableSchema:
+    """The schema a ``CREATE TABLE t (...)`` statement defines."""
+    changes = parse_ddl(sql)
+    if len(changes) != 1 or not isinstance(changes[0], CreateTable):
+        raise DDLError(sql, "expected CREATE TABLE with a column list")
+    return changes[0].schema
+
+
+def parse_type(text: str) -> ColumnType:
+    """A bare column type such as ``decimal(10, 2) unsigned`` or ``VARCHAR(10) CHARSET x``."""
+    schema = parse_create_table(f"CREATE TABLE t (c {text})")
+    column = schema.columns[0]
+    if column != Column("c", column.type):
+        raise DDLError(text, "expected a type only")
+    return column.type
+
+
+def _parse(sql: str) -> tuple[SchemaChange, ...]:
+    if not compat.tokenize(sql):
+        raise _Fail("empty statement")
+    pairs = compat.rename_table_pairs(sql)
+    if pairs is not None:
+        return tuple(RenameTable(old, new) for old, new in pairs)
+    split = compat.alter_specs(compat.index_statement_as_alter(sql) or sql)
+    if split is not None:
+        return _alter(sql, *split)
+    tree = sqlglot.parse_one(compat.fix_type_aliases(sql), read="mysql")
+    if isinstance(tree, exp.Create):
+        return (_create(tree),)
+    if isinstance(tree, exp.Drop):
+        return _drop(tree)
+    if isinstance(tree, exp.TruncateTable):
+        return tuple(TruncateTable(_table(t)) for t in tree.expressions)
+    raise _Fail(f"not a supported DDL statement ({tree.key.upper()})")
+
+
+def _table(node: exp.Expression) -> TableName:
+    if not isinstance(node, exp.Table) or not node.name:
+        raise _Fail(f"expected a table name, got {node.sql(dialect='mysql')!r}")
+    return TableName(node.name, node.db or None)
+
+
+# --- CREATE / DROP ---------------------------------------------------------------------
+
+
+def _create(tree: exp.Create) -> SchemaChange:
+    kind = str(tree.args.get("kind") or "").upper()
+    exists = bool(tree.args.get("exists"))
+    if kind in ("DATABASE", "SCHEMA"):
+        return CreateDatabase(tree.this.name or tree.this.db, if_not_exists=exists)
+    if kind != "TABLE":
+        raise _Fail(f"CREATE {kind} is not supported")
+    props = list(tree.args["properties"].expressions) if tree.args.get("properties") else []
+    if any(isinstance(p, exp.TemporaryProperty) for p in props):
+        raise _Fail("temporary tables are not replicated")
+    like = next((p for p in props if isinstance(p, exp.LikeProperty)), None)
+    if like is not None:
+        return CreateTableLike(_table(tree.this), _table(like.this), if_not_exists=exists)
+    if not isinstance(tree.this, exp.Schema) or tree.expression is not None:
+        raise _Fail("CREATE TABLE without a column list (or with AS SELECT) is not supported")
+    table = _table(tree.this.this)
+    return CreateTable(table, _create_schema(table, tree.this, props), if_not_exists=exists)
+
+
+def _create_schema(table: TableName, body: exp.Schema, props: list[exp.Expression]) -> TableSchema:
+    options = _table_options(props) or TableOptions()
+    columns: list[Column] = []
+    primary: list[tuple[str, ...]] = []
+    indexes: list[Index] = []
+    for item in body.expressions:
+        if isinstance(item, exp.ColumnDef):
+            column, specs = _column(item)
+            ctype = inherit_charset(column.type, options.charset, options.collation)
+            columns.append(dataclasses.replace(column, type=ctype))
+            for spec in specs:
+                if isinstance(spec, AddPrimaryKey):
+                    primary.append(spec.columns)
+                elif isinstance(spec, AddIndex):
+                    indexes.append(spec.index)
+        else:
+            spec = _constraint(item)
+            if isinstance(spec, AddPrimaryKey):
+                primary.append(spec.columns)
+            else:
+                indexes.append(spec.index)
+    if len(primary) > 1:
+        raise SchemaError(f"table {table} has more than one primary key")
+    pk = primary[0] if primary else ()
+    pk_keys = {name_key(c) for c in pk}
+    columns = [dataclasses.replace(c, nullable=False) if c.key in pk_keys else c for c in columns]
+    named: list[Index] = []
+    for index in indexes:
+        name = index.name or auto_index_name(index.columns[0], [i.name for i in named])
+        if any(i.key == name_key(name) for i in named):
+            raise SchemaError(f"duplicate index {name!r} in table {table}")
+        named.append(dataclasses.replace(index, name=name))
+    schema = TableSchema(
+        columns=tuple(columns),
+        primary_key=pk,
+        indexes=tuple(named),
+        charset=options.charset,
+        collation=options.collation,
+        name=table.table,
+    )
+    for index in schema.indexes:
+        missing = [c for c in index.columns if not schema.has_column(c)]
+        if missing:
+            raise SchemaError(f"index {index.name!r} names unknown column {missing[0]!r}")
+    return schema
+
+
+def _drop(tree: exp.Drop) -> tuple[SchemaChange, ...]:
+    kind = str(tree.args.get("kind") or "").upper()
+    exists = bool(tree.args.get("exists"))
+    if kind == "TABLE" and not tree.args.get("temporary"):
+        return tuple(DropTable(_table(t), if_exists=exists) for t in tree.args["tables"])
+    if kind in ("DATABASE", "SCHEMA"):
+        (node,) = tree.args["tables"]
+        return (DropDatabase(node.name or node.db, if_exists=exists),)
+    raise _Fail(f"DROP {kind} is not supported")
+
+
+# --- ALTER TABLE -----------------------------------------------------------------------
+
+
+def _alter(sql: str, head: str, table: TableName, specs: list[str]) -> tuple[SchemaChange, ...]:
+    out: list[AlterSpec] = []
+    renames: list[RenameTable] = []
+    for spec in specs:
+        convert = compat.convert_charset(sql, spec)
+        if convert is not None:
+            out.append(TableOptions(charset_name(convert[0]), _collation(convert[1]), True))
+            continue
+        tree = sqlglot.parse_one(f"{head} {compat.fix_type_aliases(spec)}", read="mysql")
+        if not isinstance(tree, exp.Alter):
+            raise _Fail(f"unsupported ALTER TABLE specification {spec!r}")
+        for action in tree.args.get("actions") or []:
+            if isinstance(action, exp.AlterRename):
+                renames.append(RenameTable(table, _table(action.this)))
+            else:
+                out.extend(_action(action, spec))
+        options = _table_options(list(tree.args.get("options") or []))
+        if options is not None:
+            out.append(options)
+    changes: list[SchemaChange] = []
+    if out or not renames:
+        changes.append(AlterTable(table, tuple(out)))
+    return (*changes, *renames)
+
+
+def _collation(name: str | None) -> str | None:
+    return collation_name(name) if name else None
+
+
+def _table_options(props: list[exp.Expression]) -> TableOptions | None:
+    """The charset/collation among table options; the others (ENGINE, COMMENT, ...) are
+    ignored, they do not change what the table holds."""
+    charset = collation = None
+    for prop in props:
+        if isinstance(prop, exp.CharacterSetProperty):
+            charset = charset_name(prop.this.name)
+        elif isinstance(prop, exp.CollateProperty):
+            collation = collation_name(prop.this.name)
+        elif not isinstance(prop, exp.Property):
+            raise _Fail(f"unsupported table option {prop.sql(dialect='mysql')!r}")
+    if charset is None and collation is None:
+        return None
+    return TableOptions(charset or (collation or "").split("_", 1)[0], collation)
+
+
+def _action(action: exp.Expression, spec: str) -> list[AlterSpec]:
+    if isinstance(action, exp.ColumnDef):
+        if action.args.get("exists"):
+            raise _Fail("ADD COLUMN IF NOT EXISTS is not MySQL")
+        column, extra = _column(action)
+        return [AddColumn(column, _position(action)), *extra]
+    if isinstance(action, exp.ModifyColumn):
+        column, extra = _column(action.this)
+        old = action.args.get("rename_from")
+        if old is not None:
+            return [ChangeColumn(old.name, column, _position(action.this)), *extra]
+        return [ModifyColumn(column, _position(action.this)), *extra]
+    if isinstance(action, exp.Drop):
+        kind = str(action.args.get("kind") or "").upper()
+        (node,) = action.args["tables"]
+        if kind == "COLUMN":
+            return [DropColumn(node.name)]
+        if kind == "INDEX":
+            return [DropPrimaryKey() if name_key(node.name) == "primary" else DropIndex(node.name)]
+        raise _Fail(f"DROP {kind} is not supported")
+    if isinstance(action, exp.DropPrimaryKey):
+        return [DropPrimaryKey()]
+    if isinstance(action, exp.RenameColumn):
+        return [RenameColumn(action.this.name, action.args["to"].name)]
+    if isinstance(action, exp.RenameIndex):
+        return [RenameIndex(action.this.name, action.args["to"].name)]
+    used = {key for key, value in action.args.items() if value}
+    if isinstance(action, exp.AlterColumn) and used - {"this"} <= {"default", "drop"}:
+        if action.args.get("drop"):
+            return [SetDefault(action.name, None)]
+        if action.args.get("default") is not None:
+            return [SetDefault(action.name, default_literal(action.args["default"]) or "NULL")]
+    if isinstance(action, exp.AddConstraint):
+        return [_constraint(c) for c in action.expressions]
+    if isinstance(action, exp.ForceProperty):
+        return []
+    raise _Fail(f"unsupported ALTER TABLE specification {spec!r}")
+
+
+def _position(coldef: exp.ColumnDef) -> Position | None:
+    pos = coldef.args.get("position")
+    if pos is None:
+        return None
+    if str(pos.args.get("position")).upper() == "FIRST":
+        return Position()
+    return Position(pos.this.name)
+
+
+# --- columns and keys ------------------------------------------------------------------
+
+
+def _column(coldef: exp.ColumnDef) -> tuple[Column, list[AlterSpec]]:
+    """A column definition, and the keys its inline PRIMARY KEY / UNIQUE add."""
+    kind = coldef.args.get("kind")
+    if not isinstance(kind, exp.DataType):
+        raise _Fail(f"column {coldef.name!r} has no type")
+    constraints = [c.kind for c in coldef.args.get("constraints") or []]
+    ctype = column_type(kind, constraints)
+    nullable, explicit_null = True, False
+    default: str | None = None
+    generated: str | None = None
+    stored = auto_increment = False
+    extra: list[AlterSpec] = []
+    for c in constraints:
+        if isinstance(c, exp.NotNullColumnConstraint):
+            nullable = bool(c.args.get("allow_null"))
+        elif isinstance(c, exp.DefaultColumnConstraint):
+            default = literal_for(default_literal(c.this), ctype)
+            explicit_null = default is None
+        elif isinstance(c, exp.PrimaryKeyColumnConstraint):
+            extra.append(AddPrimaryKey((coldef.name,)))
+        elif isinstance(c, exp.UniqueColumnConstraint):
+            extra.append(AddIndex(Index("", (coldef.name,), "UNIQUE")))
+        elif isinstance(c, exp.AutoIncrementColumnConstraint):
+            auto_increment = True
+        elif isinstance(c, exp.ComputedColumnConstraint):
+            expr = c.this.unnest() if isinstance(c.this, exp.Paren) else c.this
+            generated, stored = expr.sql(dialect="mysql"), bool(c.args.get("persisted"))
+        elif isinstance(c, exp.BinaryColumnConstraint):
+            raise _Fail(f"the BINARY attribute of {coldef.name!r} is not supported: use COLLATE")
+        elif not isinstance(c, _IGNORED_CONSTRAINTS):
+            raise _Fail(f"unsupported column attribute {c.sql(dialect='mysql')!r}")
+    if any(isinstance(s, AddPrimaryKey) for s in extra):
+        nullable = False
+    if explicit_null and not nullable:
+        raise SchemaError(f"column {coldef.name!r} is NOT NULL and cannot have DEFAULT NULL")
+    column = Column(coldef.name, ctype, nullable, default, generated, stored, auto_increment)
+    return column, extra
+
+
+def _constraint(node: exp.Expression) -> AddIndex | AddPrimaryKey:
+    """A table-level key (``PRIMARY KEY (...)``, ``UNIQUE KEY u (...)``, ``KEY (...)``)."""
+    symbol = ""
+    if isinstance(node, exp.Constraint):
+        symbol = node.name
+        (node,) = node.expressions
+    if isinstance(node, exp.PrimaryKey):
+        return AddPrimaryKey(tuple(_key_part(e) for e in node.expressions))
+    if isinstance(node, exp.UniqueColumnConstraint) and isinstance(node.this, exp.Schema):
+        columns = tuple(_key_part(e) for e in node.this.expressions)
+        return AddIndex(Index(node.this.name or symbol, columns, "UNIQUE"))
+    if isinstance(node, exp.IndexColumnConstraint):
+        kind = _INDEX_KINDS.get(node.args.get("kind"))
+        if kind is not None:
+            columns = tuple(_key_part(e) for e in node.expressions)
+            return AddIndex(Index(node.name or symbol, columns, kind))
+    raise _Fail(f"unsupported key or constraint {node.sql(dialect='mysql')!r}")
+
+
+def _key_part(node: exp.Expression) -> str:
+    """A column of a key; prefix lengths (``c(10)``) and ASC/DESC are dropped."""
+    while isinstance(node, exp.Ordered | exp.ColumnPrefix) and node.this is not None:
+        node = node.this
+    if isinstance(node, exp.Column | exp.Identifier):
+        return node.name
+    raise _Fail(f"unsupported key part {node.sql(dialect='mysql')!r}")
+
+
+# --- normalize -------------------------------------------------------------------------
+
+
+def normalize(change: SchemaChange, table: TableName | None = None) -> SchemaChange:
+    """``change`` with identifiers lower-cased and, given ``table``, routed to it.
+
+    Two shards running the same statement under their own table names normalise to
+    equal values; column position (FIRST/AFTER) stays part of the value.
+    """
+
+    def route(name: TableName) -> TableName:
+        return table or TableName(name_key(name.table), name.db and name_key(name.db))
+
+    if isinstance(change, CreateTable):
+        new = route(change.table)
+        return CreateTable(new, _norm_schema(change.schema, new), change.if_not_exists)
+    if isinstance(change, CreateTableLike):
+        return CreateTableLike(route(change.table), _norm_table(change.like), change.if_not_exists)
+    if isinstance(change, AlterTable):
+        return AlterTable(route(change.table), tuple(_norm_spec(s) for s in change.specs))
+    if isinstance(change, RenameTable):
+        return RenameTable(route(change.old), route(change.new))
+    if isinstance(change, DropTable):
+        return DropTable(route(change.table), change.if_exists)
+    if isinstance(change, TruncateTable):
+        return TruncateTable(route(change.table))
+    if isinstance(change, CreateDatabase):
+        return CreateDatabase(name_key(change.name), change.if_not_exists)
+    return DropDatabase(name_key(change.name), change.if_exists)
+
+
+def _norm_table(name: TableName) -> TableName:
+    return TableName(name_key(name.table), name.db and name_key(name.db))
+
+
+def _norm_schema(schema: TableSchema, table: TableName) -> TableSchema:
+    return TableSchema(
+        columns=tuple(_norm_column(c) for c in schema.columns),
+        primary_key=tuple(name_key(c) for c in schema.primary_key),
+        indexes=tuple(_norm_index(i) for i in schema.indexes),
+        charset=schema.charset,
+        collation=schema.collation,
+        name=table.table,
+    )
+
+
+def _norm_column(column: Column) -> Column:
+    generated = column.generated
+    if generated is not None:
+        tree = sqlglot.parse_one(generated, read="mysql")
+        for ident in tree.find_all(exp.Identifier):
+            ident.set("this", name_key(ident.name))
+        generated = tree.sql(dialect="mysql")
+    return dataclasses.replace(column, name=name_key(column.name), generated=generated)
+
+
+def _norm_index(index: Index) -> Index:
+    return Index(name_key(index.name), tuple(name_key(c) for c in index.columns), index.kind)
+
+
+def _norm_position(position: Position | None) -> Position | None:
+    if position is None or position.after is None:
+        return position
+    return Position(name_key(position.after))
+
+
+def _norm_spec(spec: AlterSpec) -> AlterSpec:
+    if isinstance(spec, AddColumn):
+        return AddColumn(_norm_column(spec.column), _norm_position(spec.position))
+    if isinstance(spec, ModifyColumn):
+        return ModifyColumn(_norm_column(spec.column), _norm_position(spec.position))
+    if isinstance(spec, ChangeColumn):
+        column, position = _norm_column(spec.column), _norm_position(spec.position)
+        return ChangeColumn(name_key(spec.old_name), column, position)
+    if isinstance(spec, DropColumn):
+        return DropColumn(name_key(spec.name))
+    if isinstance(spec, RenameColumn):
+        return RenameColumn(name_key(spec.old_name), name_key(spec.new_name))
+    if isinstance(spec, SetDefault):
+        return SetDefault(name_key(spec.name), spec.default)
+    if isinstance(spec, AddIndex):
+        return AddIndex(_norm_index(spec.index))
+    if isinstance(spec, DropIndex):
+        return DropIndex(name_key(spec.name))
+    if isinstance(spec, AddPrimaryKey):
+        return AddPrimaryKey(tuple(name_key(c) for c in spec.columns))
+    if isinstance(spec, RenameIndex):
+        return RenameIndex(name_key(spec.old_name), name_key(spec.new_name))
+    return spec  # DropPrimaryKey, TableOptions: no identifiers

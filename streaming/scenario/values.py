@@ -1,0 +1,58 @@
+"""Python values for SQL literals (defaults, implicit values) and value comparison."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from schemas.model import Column
+
+__all__ = ["canonical", "fill_value", "literal_value"]
+
+
+def literal_value(sql: str) -> Any:
+    """The Python value of a normalised SQL literal: NULL, a number or a quoted string."""
+    text = sql.strip()
+    if text.upper() == "NULL":
+        return None
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1].replace("''", "'").replace("\\\\", "\\")
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text  # CURRENT_TIMESTAMP and other expressions: kept as written
+
+
+def fill_value(column: Column) -> Any:
+    """The value a row lacking ``column`` gets (its default, NULL or MySQL's implicit)."""
+    return literal_value(column.fill_sql())
+
+
+def canonical(value: Any) -> Any:
+    """A value in the form expectations compare: integral numbers as int, decimals as str."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Decimal):
+        if value == value.to_integral_value():
+            return int(value)
+        return str(value.normalize())
+    if isinstance(value, str):
+        try:
+            d = Decimal(value)
+        except InvalidOperation:
+            return value
+        return value if not value.strip() or value != value.strip() else canonical_decimal(d, value)
+    return value
+
+
+def canonical_decimal(d: Decimal, text: str) -> Any:
+    # Only decimal-looking strings ("12.50") compare as numbers; "007" stays a string.
+    if "." in text and d.is_finite():
+        return str(d.normalize()) if d != d.to_integral_value() else int(d)
+    return text

@@ -1,0 +1,70 @@
+"""The SparkSession of the job and of its tests: local, with Delta and the Kafka source.
+
+Why these settings:
+- ``spark.jars`` gets the files in ``.jars/spark/`` (Kafka source, Delta, their
+  dependencies minus what pyspark ships; see jars/spark/pom.xml). No ``spark.jars.packages``:
+  a session start never resolves or downloads anything, so it works offline and starts the
+  same way every time.
+- ``PYSPARK_PYTHON``/``PYSPARK_DRIVER_PYTHON`` are this interpreter, or Python workers
+  start another Python that lacks the venv's pyarrow/pandas.
+- The machine has 2 cores: few shuffle partitions, a modest driver heap, no UI.
+- Driver bound to 127.0.0.1: a local job talks to nothing outside the machine.
+- UTC session time zone, so timestamps from MySQL/Debezium mean the same everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+from streaming._jars import jars
+
+__all__ = ["build_spark"]
+
+_LOG4J2 = "log4j2-spark.properties"
+
+
+def build_spark(
+    app_name: str = "shardmerge",
+    *,
+    master: str = "local[2]",
+    extra_conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """A SparkSession with Delta and Kafka, or the active one (``getOrCreate``).
+
+    ``extra_conf`` overrides the defaults below. The JVM settings (``spark.jars``, driver
+    memory, Java options) only take effect if no Spark JVM runs yet in this process.
+    Raises ``JarsMissing`` (run ``scripts/fetch-jars``) when ``.jars/spark/`` is empty.
+    """
+    spark_jars = jars("spark")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # Spark otherwise binds to the first non-loopback interface it finds; all traffic of a
+    # local job stays on loopback.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j2 = os.path.join(os.path.dirname(__file__), _LOG4J2)
+    conf = {
+        "spark.jars": ",".join(str(j) for j in spark_jars),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.memory": "1g",
+        "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC -Dlog4j2.configurationFile={log4j2}",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "2",
+        # Delta's snapshot state reconstruction defaults to 50 partitions.
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.log.level": "WARN",
+        **(extra_conf or {}),
+    }
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
