@@ -111,7 +111,11 @@ def _replace_column(
     keys = [c.key for c in schema.columns]
     at = keys.index(current.key)
     rest = [c for c in schema.columns if c.key != current.key]
-    columns = _place(schema, rest, _defined(schema, column) if define else column, position, at)
+    if define:
+        column = _defined(schema, column)
+        if any(name_key(c) == current.key for c in schema.primary_key):
+            column = dataclasses.replace(column, nullable=False)  # MySQL keeps key columns NOT NULL
+    columns = _place(schema, rest, column, position, at)
 
     def rename(name: str) -> str:
         return column.name if name_key(name) == current.key else name

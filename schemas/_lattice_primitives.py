@@ -201,19 +201,20 @@ class Field:
     """One component of a :class:`Tuple`.
 
     ``step`` is prepended to the path of errors from this component (None: not at all);
-    ``name`` says what the component is when two components order the tuple both ways;
-    ``describe`` renders the two values of a component for that message.
+    ``name`` says what the component is when two components order the tuple both ways, and
+    ``witness`` (when given) says instead where inside the component its order comes from.
     """
 
     lattice: Lattice[Any]
     name: str
     step: str | None = None
-    describe: Callable[[Any, Any], str] | None = None
+    witness: Callable[[Any, Any], str] | None = None
 
-    def pair(self, a: object, b: object) -> str:
-        if self.describe is not None:
-            return self.describe(a, b)
-        return f"{_render(a)} vs {_render(b)}"
+    def why(self, a: object, b: object) -> str:
+        """Why this component orders ``a`` and ``b`` as it does, for messages."""
+        if self.witness is not None:
+            return self.witness(a, b)
+        return f"{self.name} is {_render(a)} vs {_render(b)}"
 
 
 class Tuple:
@@ -235,8 +236,8 @@ class Tuple:
                 raise e.under(f.step) if f.step else e from None
             merged = combine(sign, s)
             if merged is None:
-                g = self.fields[first]
-                detail = f"{f.pair(x, y)}, while {g.name} is {g.pair(a[first], b[first])}"
+                here = f.why(x, y) if f.witness else f"{_render(x)} vs {_render(y)}"
+                detail = f"{here}, while {self.fields[first].why(a[first], b[first])}"
                 raise Incompatible(detail, (f.step,) if f.step else ())
             if sign == 0 and s != 0:
                 first = i
@@ -325,6 +326,17 @@ class Map(Generic[V]):
             f"while {self.step(where)} is {self._side(fx)} vs {self._side(fy)}"
         )
         return Incompatible(detail, (self.step(present),))
+
+    def witness(self, a: Mapping[str, V], b: Mapping[str, V]) -> str:
+        """The first entry that orders ``a`` and ``b``, e.g. ``column "b" is INT vs absent``."""
+        for key, x in a.items():
+            y = b.get(key)
+            if x != y and (y is None or self.value.compare(x, y) != 0):
+                return f"{self.step(x)} is {self._side(x)} vs {self._side(y)}"
+        for key, y in b.items():
+            if key not in a:
+                return f"{self.step(y)} is absent vs {self._side(y)}"
+        return "no entry"
 
     def join(self, a: Mapping[str, V], b: Mapping[str, V]) -> dict[str, V]:
         out: dict[str, V] = {}

@@ -12,6 +12,8 @@ expressions. What is worked around, and why:
 * ``CREATE FULLTEXT INDEX`` falls back to ``Command``: every ``CREATE ... INDEX ... ON``
   and ``DROP INDEX ... ON`` is rewritten to the ``ALTER TABLE`` MySQL maps it to
   (https://dev.mysql.com/doc/refman/8.0/en/create-index.html).
+* ``c INT GENERATED ALWAYS AS (expr)`` without VIRTUAL/STORED is read as an identity
+  column; :func:`generated_column` reads both shapes as the virtual column MySQL makes.
 * Type aliases sqlglot reads wrongly or not at all are rewritten to the type MySQL uses
   (https://dev.mysql.com/doc/refman/8.0/en/other-vendor-data-types.html): ``INT8`` is
   BIGINT (sqlglot: TINYINT), ``REAL`` is DOUBLE (sqlglot: FLOAT), ``LONG`` and
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token, TokenType
@@ -34,6 +37,7 @@ __all__ = [
     "alter_specs",
     "convert_charset",
     "fix_type_aliases",
+    "generated_column",
     "index_statement_as_alter",
     "rename_table_pairs",
     "tokenize",
@@ -244,3 +248,17 @@ def _option_value(sql: str, spec: str, rest: list[str]) -> tuple[str, list[str]]
     if not rest:
         raise DDLError(sql, f"a charset or collation name is missing in {spec!r}")
     return rest[0], rest[1:]
+
+
+def generated_column(constraint: exp.Expr) -> tuple[exp.Expr, bool] | None:
+    """(expression, stored) of a generated column's constraint; None for other constraints."""
+    if isinstance(constraint, exp.ComputedColumnConstraint):
+        expr, stored = constraint.this, bool(constraint.args.get("persisted"))
+    elif isinstance(constraint, exp.GeneratedAsIdentityColumnConstraint) and (
+        constraint.expression is not None
+        and not any(constraint.args.get(k) for k in ("start", "increment", "minvalue", "maxvalue"))
+    ):
+        expr, stored = constraint.expression, False
+    else:
+        return None
+    return (expr.unnest() if isinstance(expr, exp.Paren) else expr), stored

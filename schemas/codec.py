@@ -40,9 +40,7 @@ def schema_from_json(data: dict[str, Any]) -> TableSchema:
     return TableSchema(
         columns=tuple(columns),
         primary_key=tuple(data["primary_key"]),
-        indexes=tuple(
-            Index(i["name"], tuple(i["columns"]), i["kind"]) for i in data["indexes"]
-        ),
+        indexes=tuple(Index(i["name"], tuple(i["columns"]), i["kind"]) for i in data["indexes"]),
         charset=data["charset"],
         collation=data["collation"],
         name=data["name"],

@@ -13,7 +13,6 @@ them after their first column only once it sees the table, and so does ``apply``
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 import sqlglot
 from sqlglot import exp
@@ -67,9 +66,6 @@ __all__ = [
     "parse_type",
 ]
 
-# sqlglot logs a warning each time it falls back to exp.Command; we turn those into DDLError.
-logging.getLogger("sqlglot").setLevel(logging.ERROR)
-
 _IGNORED_CONSTRAINTS = (
     exp.CommentColumnConstraint,
     exp.OnUpdateColumnConstraint,
@@ -118,7 +114,7 @@ def parse_type(text: str) -> ColumnType:
     """A bare column type such as ``decimal(10, 2) unsigned`` or ``VARCHAR(10) CHARSET x``."""
     schema = parse_create_table(f"CREATE TABLE t (c {text})")
     column = schema.columns[0]
-    if column != Column("c", column.type):
+    if column != Column("c", column.type) or schema.indexes or schema.primary_key:
         raise DDLError(text, "expected a type only")
     return column.type
 
@@ -139,6 +135,8 @@ def _parse(sql: str) -> tuple[SchemaChange, ...]:
         return _drop(tree)
     if isinstance(tree, exp.TruncateTable):
         return tuple(TruncateTable(_table(t)) for t in tree.expressions)
+    if isinstance(tree, exp.Command):  # sqlglot could not read past its first words
+        raise _Fail("unsupported statement or clause")
     raise _Fail(f"not a supported DDL statement ({tree.key.upper()})")
 
 
@@ -220,7 +218,9 @@ def _create_schema(table: TableName, body: exp.Schema, props: list[exp.Expressio
 def _drop(tree: exp.Drop) -> tuple[SchemaChange, ...]:
     kind = str(tree.args.get("kind") or "").upper()
     exists = bool(tree.args.get("exists"))
-    if kind == "TABLE" and not tree.args.get("temporary"):
+    if tree.args.get("temporary"):
+        raise _Fail("temporary tables are not replicated")
+    if kind == "TABLE":
         return tuple(DropTable(_table(t), if_exists=exists) for t in tree.args["tables"])
     if kind in ("DATABASE", "SCHEMA"):
         (node,) = tree.args["tables"]
@@ -351,9 +351,8 @@ def _column(coldef: exp.ColumnDef) -> tuple[Column, list[AlterSpec]]:
             extra.append(AddIndex(Index("", (coldef.name,), "UNIQUE")))
         elif isinstance(c, exp.AutoIncrementColumnConstraint):
             auto_increment = True
-        elif isinstance(c, exp.ComputedColumnConstraint):
-            expr = c.this.unnest() if isinstance(c.this, exp.Paren) else c.this
-            generated, stored = expr.sql(dialect="mysql"), bool(c.args.get("persisted"))
+        elif (gen := compat.generated_column(c)) is not None:
+            generated, stored = gen[0].sql(dialect="mysql"), gen[1]
         elif isinstance(c, exp.BinaryColumnConstraint):
             raise _Fail(f"the BINARY attribute of {coldef.name!r} is not supported: use COLLATE")
         elif not isinstance(c, _IGNORED_CONSTRAINTS):

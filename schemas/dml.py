@@ -9,7 +9,6 @@ Three shapes are read: ``INSERT INTO t (a, b) VALUES (1, 'x')[, (...)]``,
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,8 +20,6 @@ from schemas.errors import ShardMergeError
 from schemas.model import TableName
 
 __all__ = ["DMLError", "DmlStatement", "Value", "parse_dml"]
-
-logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 Value = int | float | str | None
 
@@ -58,16 +55,16 @@ def parse_dml(sql: str) -> DmlStatement:
         trees = sqlglot.parse(sql, read="mysql")
     except SqlglotError as exc:
         raise DMLError(sql, f"cannot parse: {exc}") from exc
-    trees = [t for t in trees if t is not None]
-    if len(trees) != 1:
-        raise DMLError(sql, f"expected one statement, got {len(trees)}")
+    statements = [t for t in trees if t is not None]
+    if len(statements) != 1:
+        raise DMLError(sql, f"expected one statement, got {len(statements)}")
     try:
-        return _statement(trees[0])
+        return _statement(statements[0])
     except _Fail as exc:
         raise DMLError(sql, str(exc)) from None
 
 
-def _statement(tree: exp.Expression) -> DmlStatement:
+def _statement(tree: exp.Expr) -> DmlStatement:
     if isinstance(tree, exp.Insert):
         return _insert(tree)
     if isinstance(tree, exp.Update):
@@ -116,23 +113,23 @@ def _where(tree: exp.Expression) -> dict[str, Value]:
     return dict(_equality(c) for c in conjuncts)
 
 
-def _equality(node: exp.Expression) -> tuple[str, Value]:
+def _equality(node: exp.Expr) -> tuple[str, Value]:
     if isinstance(node, exp.EQ) and isinstance(node.this, exp.Column):
         return node.this.name, _value(node.expression)
     raise _Fail(f"expected column = value, got {node.sql(dialect='mysql')!r}")
 
 
-def _value(node: exp.Expression) -> Value:
+def _value(node: exp.Expr) -> Value:
     if isinstance(node, exp.Null):
         return None
     if isinstance(node, exp.Boolean):
         return 1 if node.this else 0
     if isinstance(node, exp.Literal):
         return node.name if node.is_string else _number(node.name)
-    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
-        if not node.this.is_string:
-            number = _number(node.this.name)
-            return "-" + number if isinstance(number, str) else -number
+    negative = isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal)
+    if negative and not node.this.is_string:
+        number = _number(node.this.name)
+        return "-" + number if isinstance(number, str) else -number
     raise _Fail(f"unsupported value {node.sql(dialect='mysql')!r}")
 
 

@@ -15,7 +15,7 @@ and folding shards in a different order would give different downstream schemas.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from schemas._lattice_primitives import (
@@ -182,7 +182,10 @@ def _decode_type(
     )
 
 
-def _spelling(key: Any, a: str | None, b: str | None, key_of: Any) -> str | None:
+def _spelling(
+    key: object, a: str | None, b: str | None, key_of: Callable[[str | None], object]
+) -> str | None:
+    """The input's spelling of a joined charset/collation (``utf8`` stays ``utf8``)."""
     if key is None:
         return None
     if key_of(a) == key:
@@ -334,7 +337,7 @@ def _render_key(key: tuple[str, ...]) -> str:
 
 
 _TABLE = Tuple(
-    Field(_COLUMNS, "the columns"),
+    Field(_COLUMNS, "the columns", witness=_COLUMNS.witness),
     Field(Singleton(_render_key), "primary key", "primary key"),
     Field(Maybe(_CHARSETS), "table charset", "table charset"),
     Field(_TYPE.fields[_COLL].lattice, "table collation", "table collation"),

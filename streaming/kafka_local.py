@@ -74,9 +74,12 @@ group.initial.rebalance.delay.ms=0
 log.retention.ms=-1
 """
 
-# Everything to stdout, which start() sends to kafka.log; request/state-change chatter off.
+# Everything to stdout, which start() sends to kafka.log. Log4j's own shutdown hook is off:
+# it raced Kafka's and dropped the shutdown lines. Config dumps (every client and server
+# config, several times; the file is server.properties) and request chatter are off too.
 _LOG4J2_PROPERTIES = """\
 status = warn
+shutdownHook = disable
 appender.out.type = Console
 appender.out.name = out
 appender.out.target = SYSTEM_OUT
@@ -88,6 +91,8 @@ logger.state.name = state.change.logger
 logger.state.level = WARN
 logger.request.name = kafka.request.logger
 logger.request.level = WARN
+logger.config.name = org.apache.kafka.common.config.AbstractConfig
+logger.config.level = WARN
 """
 
 
@@ -121,7 +126,7 @@ class KafkaBroker:
 def state_dir(name: str = "default", base_dir: str | Path | None = None) -> Path:
     """``<base_dir>/<name>``; a relative ``base_dir`` is taken from the repo root."""
     base = REPO_ROOT / (DEFAULT_BASE_DIR if base_dir is None else Path(base_dir))
-    return base / name
+    return (base / name).resolve()
 
 
 def start(
@@ -169,24 +174,17 @@ def start(
             preexec_fn=_parent_death_signal() if die_with_parent else None,
         )
     broker = KafkaBroker(name, sdir, f"127.0.0.1:{broker_port}", proc.pid, log_path, proc)
+    # Recorded before the wait, so that `stop` finds a broker whose starter died meanwhile.
+    _write_json(
+        sdir / _STATE_FILE,
+        {"name": name, "pid": proc.pid, "bootstrap": broker.bootstrap, "log_path": str(log_path)},
+    )
     try:
         _wait_ready(broker, proc, timeout)
     except BaseException:
-        _terminate(proc.pid, proc, 10.0)
+        broker.stop(10.0)
         raise
     _log.info("kafka %s ready in %.1fs at %s", name, time.monotonic() - started, broker.bootstrap)
-    _write_json(
-        sdir / _STATE_FILE,
-        {
-            "name": name,
-            "pid": proc.pid,
-            "bootstrap": broker.bootstrap,
-            "broker_port": broker_port,
-            "controller_port": controller_port,
-            "log_path": str(log_path),
-            "started_at": time.time(),
-        },
-    )
     return broker
 
 
@@ -215,7 +213,8 @@ def stop(name: str = "default", base_dir: str | Path | None = None, timeout: flo
 
 @contextlib.contextmanager
 def running(name: str = "default", base_dir: str | Path | None = None) -> Iterator[KafkaBroker]:
-    """A broker for the duration of the block; stopped on exit, also when the block fails."""
+    """A broker for the duration of the block; stopped on exit, also when the block fails
+    (also one that was already running under this name and base dir)."""
     broker = start(name, base_dir, die_with_parent=True)
     try:
         yield broker

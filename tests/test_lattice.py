@@ -91,7 +91,7 @@ def outcome(f: Callable[[], T]) -> T | None:
 def check_table_laws(a: TableSchema, b: TableSchema) -> None:
     """The laws on one pair (run on every row of the case tables)."""
     ab, ba = outcome(lambda: compare(a, b)), outcome(lambda: compare(b, a))
-    assert (ab is None) == (ba is None) and (ab is None or ab == -ba), (ab, ba)
+    assert (ab is None) == (ba is None) and (ab is None or ba is None or ab == -ba), (ab, ba)
     jab, jba = outcome(lambda: join(a, b)), outcome(lambda: join(b, a))
     assert (jab is None) == (jba is None)
     if jab is not None and jba is not None:
@@ -219,16 +219,16 @@ TYPE_JOIN = [
     joined("TEXT", "BLOB", None),
     joined("ENUM('a')", "ENUM('a','b')", "ENUM('a','b')"),
     joined("ENUM('a','b')", "ENUM('a','c')", None),
-    joined("VARCHAR(20) CHARSET latin1", "VARCHAR(10) CHARSET utf8mb4", "VARCHAR(20) CHARSET utf8mb4"),
+    joined("CHAR(20) CHARSET latin1", "CHAR(10) CHARSET utf8mb4", "CHAR(20) CHARSET utf8mb4"),
     joined("VARCHAR(1) CHARSET latin1", "VARCHAR(1) CHARSET utf8mb3", "VARCHAR(1) CHARSET utf8mb4"),
     joined("VARCHAR(1) CHARSET utf8", "VARCHAR(9) CHARSET utf8mb3", "VARCHAR(9) CHARSET utf8mb3"),
     joined("VARCHAR(9) CHARSET utf8", "VARCHAR(1) CHARSET utf8mb4", "VARCHAR(9) CHARSET utf8mb4"),
-    joined("CHAR(9) CHARSET utf8", "CHAR(1) CHARSET utf8mb3 COLLATE utf8_bin", "CHAR(9) CHARSET utf8 COLLATE utf8_bin"),
+    joined("CHAR(9) COLLATE utf8_bin", "CHAR COLLATE utf8mb3_bin", "CHAR(9) COLLATE utf8_bin"),
     joined("VARCHAR(1) CHARSET ascii", "VARCHAR(1) CHARSET latin1", None),
-    joined("VARCHAR(1) COLLATE latin1_bin", "VARCHAR(1) COLLATE utf8_bin", "VARCHAR(1) COLLATE utf8mb4_bin"),
+    joined("CHAR COLLATE latin1_bin", "CHAR COLLATE utf8_bin", "CHAR COLLATE utf8mb4_bin"),
     joined("VARCHAR(1) COLLATE utf8mb4_bin", "VARCHAR(1) COLLATE utf8mb4_general_ci", None),
     joined("VARCHAR(1)", "VARCHAR(1) COLLATE utf8mb4_bin", "VARCHAR(1) COLLATE utf8mb4_bin"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("a", "b", "result"), TYPE_JOIN)
@@ -249,9 +249,11 @@ def test_type_messages() -> None:
     assert str(e.value) == 'at column "c": INT vs VARCHAR(10)'
     assert e.value.path == ('column "c"',) and e.value.detail == "INT vs VARCHAR(10)"
     price = tbl(col("price", "DECIMAL(10,2)"))
-    with pytest.raises(Incompatible, match=r'^at column "price": DECIMAL\(10,2\) vs DECIMAL\(10,4\)$'):
+    with pytest.raises(
+        Incompatible, match=r'^at column "price": DECIMAL\(10,2\) vs DECIMAL\(10,4\)$'
+    ):
         compare(price, tbl(col("price", "DECIMAL(10,4)")))
-    with pytest.raises(Incompatible, match="COLLATE utf8mb4_bin vs .* COLLATE utf8mb4_general_ci"):
+    with pytest.raises(Incompatible, match=r"COLLATE utf8mb4_bin vs .* COLLATE utf8mb4_general_ci"):
         join(one("VARCHAR(1) COLLATE utf8mb4_bin"), one("VARCHAR(1) COLLATE utf8mb4_general_ci"))
     with pytest.raises(Incompatible, match="exceeds MySQL's maximum precision 65"):
         join(one("DECIMAL(65,0)"), one("DECIMAL(65,30)"))
@@ -265,7 +267,7 @@ def corder(a: Column, b: Column, expected: int | None, result: Column | None = N
     return pytest.param(a, b, expected, result, id=f"{a.to_sql()} ? {b.to_sql()}")
 
 
-NN = {"nullable": False}
+NN: dict[str, Any] = {"nullable": False}
 COLUMN_ORDER = [
     corder(col("c", **NN), col("c"), -1),
     corder(col("c"), col("c", default="0"), -1),
@@ -301,7 +303,7 @@ def test_column_messages() -> None:
     with pytest.raises(Incompatible) as e:
         compare(tbl(col("c", default="0")), tbl(col("c", default="-1")))
     assert str(e.value) == 'at column "c": INT NULL DEFAULT 0 vs INT NULL DEFAULT -1'
-    with pytest.raises(Incompatible, match='^at column "c": BIGINT NOT NULL vs INT NULL$'):
+    with pytest.raises(Incompatible, match=r'^at column "c": BIGINT NOT NULL vs INT NULL$'):
         compare(tbl(col("c", "BIGINT", **NN)), tbl(col("c", "INT")))
 
 
@@ -399,7 +401,7 @@ def test_table_charset_and_collation() -> None:
     assert compare(latin1, tbl(*cols, charset="utf8mb4")) == -1
     assert compare(tbl(*cols), latin1) == -1
     assert compare(utf8, tbl(*cols, charset="UTF8MB3")) == 0
-    with pytest.raises(Incompatible, match="^at table collation: "):
+    with pytest.raises(Incompatible, match=r"^at table collation: "):
         compare(tbl(*cols, collation="utf8mb4_bin"), tbl(*cols, collation="utf8mb4_general_ci"))
     assert compare(tbl(*cols, collation="utf8_bin"), tbl(*cols, collation="utf8mb4_bin")) == -1
     j = join(tbl(*cols, collation="latin1_bin"), tbl(*cols, collation="utf8mb3_bin"))
@@ -409,9 +411,9 @@ def test_table_charset_and_collation() -> None:
     narrow = tbl(col("a"), charset="utf8mb4")
     with pytest.raises(Incompatible) as e:
         compare(wide, narrow)
-    assert str(e.value) == (
-        'at table charset: latin1 vs utf8mb4, while the columns is column "b"'[:0]
-        + str(e.value)
+    assert (
+        str(e.value)
+        == 'at table charset: latin1 vs utf8mb4, while column "b" is INT NULL vs absent'
     )
     assert e.value.path == ("table charset",)
     assert join(wide, narrow) == tbl(col("a"), col("b"), charset="utf8mb4")
@@ -526,12 +528,18 @@ _FILL_VALUES = st.sampled_from(sorted(_FILL._up))
 
 _TOTAL = ("ordered", "equivalent")  # a total order: never incompatible
 _ALL = ("ordered", "equivalent", "incompatible", "joined")
+_PARTIAL = ("ordered", "no join")
 PRIMITIVES: list[tuple[str, Lattice[Any], st.SearchStrategy[Any], tuple[str, ...]]] = [
     ("Bool", Bool(), st.booleans(), _TOTAL),
     ("Widening", Widening(), st.integers(0, 4), _TOTAL),
     ("Singleton", Singleton[int](), st.integers(0, 2), ("equivalent", "no join")),
     ("Maybe(Widening)", Maybe(Widening()), st.none() | st.integers(0, 3), _TOTAL),
-    ("Maybe(Singleton)", Maybe(Singleton[int]()), st.none() | st.integers(0, 2), ("no join",)),
+    (
+        "Maybe(Singleton)",
+        Maybe(Singleton[int]()),
+        st.none() | st.integers(0, 2),
+        ("ordered", "no join"),
+    ),
     ("Prefix", Prefix(), _words(3), ("ordered", "no join")),
     ("Poset(charsets)", _CHARSETS, _POSET_VALUES, (*_ALL, "no join")),
     ("Poset(fill)", _FILL, _FILL_VALUES, _ALL),
@@ -556,7 +564,7 @@ def test_primitive_laws(
 
     run()
     # A law test that cannot fail is a defect: the pairs did meet in these ways.
-    assert all(seen[k] > 0 for k in ("ordered", "equivalent", *expect)), seen
+    assert all(seen[k] > 0 for k in ("equivalent", *expect)), seen
 
 
 def _type_equiv(x: ColumnType, y: ColumnType) -> bool:
@@ -612,8 +620,9 @@ def test_column_map_laws() -> None:
 
     @settings(LAWS, max_examples=300)
     @given(triples(maps))
-    def run(abc: tuple[Mapping[str, Column], ...]) -> None:
-        seen.update(check_laws(_COLUMNS, *abc, same=lambda x, y: _COLUMNS.compare(x, y) == 0))
+    def run(abc: tuple[Mapping[str, Column], Mapping[str, Column], Mapping[str, Column]]) -> None:
+        a, b, c = abc
+        seen.update(check_laws(_COLUMNS, a, b, c, same=lambda x, y: _COLUMNS.compare(x, y) == 0))
 
     run()
     assert min(seen[k] for k in ("incompatible", "ordered", "joined", "no join")) >= 10, seen
@@ -691,7 +700,8 @@ def test_schemas_import_no_engine() -> None:
 
     code = (
         "import sys, schemas.lattice, schemas._lattice_primitives;"
-        "bad = [m for m in ('pyspark', 'kafka', 'confluent_kafka', 'streaming') if m in sys.modules];"
+        "engines = ('pyspark', 'kafka', 'confluent_kafka', 'streaming');"
+        "bad = [m for m in engines if m in sys.modules];"
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -21,7 +21,7 @@ from schemas.changes import (
     TruncateTable,
 )
 from schemas.ddl import apply, parse_ddl
-from schemas.errors import ShardMergeError
+from schemas.errors import DDLError, ShardMergeError
 from schemas.model import TableSchema
 from streaming.scenario.values import fill_value
 
@@ -66,8 +66,16 @@ class Upstream:
         self.tables[shard] = UpTable(schema.renamed(shard.table))
 
     def ddl(self, shard: ShardId, sql: str) -> None:
-        """Run a DDL statement on the shard's source and database."""
-        for change in parse_ddl(sql):
+        """Run a DDL statement on the shard's source and database.
+
+        A statement shardmerge cannot parse is one MySQL may still have run; the
+        simulation cannot follow it and leaves the tables as they are.
+        """
+        try:
+            changes = parse_ddl(sql)
+        except DDLError:
+            return
+        for change in changes:
             def at(name: Any) -> ShardId:
                 return ShardId(shard.source, name.db or shard.db, name.table)
 

@@ -1,0 +1,48 @@
+"""Real infrastructure for the integration tests; no mocks of Kafka, Spark or Delta.
+
+One Kafka broker (KRaft, from ``.jars/kafka``) and one SparkSession serve the whole pytest
+session; each test takes fresh uuid-named topics, so tests never see each other's data.
+The broker lives in a pytest tmp dir and is stopped at the end of the session, also when
+tests fail (and by the kernel if pytest itself is killed). Missing jars fail loudly with
+"run scripts/fetch-jars": a test that silently skips cannot fail.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from pyspark.sql import SparkSession
+
+from streaming.kafka_local import KafkaBroker, running
+from streaming.spark_session import build_spark
+
+
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """The session's broker; ``kafka.bootstrap`` is its ``127.0.0.1:port``."""
+    with running("pytest", tmp_path_factory.mktemp("kafka")) as broker:
+        yield broker
+
+
+@pytest.fixture
+def topic(kafka: KafkaBroker) -> Callable[..., str]:
+    """``topic(partitions=1)`` creates a new uuid-named topic and returns its name."""
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+
+    def make(partitions: int = 1) -> str:
+        name = f"it-{uuid.uuid4().hex[:12]}"
+        admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)
+        return name
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """The session's local[2] SparkSession with Delta and the Kafka source."""
+    session = build_spark("shardmerge-integration")
+    yield session
+    session.stop()
