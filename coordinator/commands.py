@@ -46,7 +46,7 @@ class OperatorCommand:
 
 
 USAGE = (
-    'unlock TARGET --shard SOURCE.DB.TABLE --action skip|exec, '
+    "unlock TARGET --shard SOURCE.DB.TABLE --action skip|exec, "
     'unlock TARGET --shard SOURCE.DB.TABLE --replace "SQL", or unlock TARGET --force-remove'
 )
 
@@ -85,7 +85,9 @@ def command_from_args(args: argparse.Namespace) -> OperatorCommand:
         raise CommandError(f"{e}; expected {USAGE}") from e
     chosen = [bool(args.action), bool(args.replace), bool(args.force_remove)]
     if sum(chosen) != 1:
-        raise CommandError(f"give exactly one of --action, --replace, --force-remove; expected {USAGE}")
+        raise CommandError(
+            f"give exactly one of --action, --replace, --force-remove; expected {USAGE}"
+        )
     if args.force_remove:
         return OperatorCommand(target, "force-remove")
     if shard is None:

@@ -127,9 +127,7 @@ class LockRules:
             self.executed(t, st, post, out)
         self.settle(t, out)
 
-    def executed(
-        self, t: Target, st: ShardState, post: TableSchema, out: list[Decision]
-    ) -> None:
+    def executed(self, t: Target, st: ShardState, post: TableSchema, out: list[Decision]) -> None:
         """After an operator ran a shard's DDL downstream: the shard moves on."""
         self.forget(t, st)
         t.set_schema(st, post)

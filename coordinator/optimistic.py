@@ -93,9 +93,7 @@ class OptimisticRules(LockRules):
         except Incompatible as e:
             st.admitted = False
             t.fail_strict(st, ddl, f"joining is impossible: {e}")
-            self.block(
-                t, st, ddl, f"new table {st.shard} cannot join target {t.id}: {e}", out
-            )
+            self.block(t, st, ddl, f"new table {st.shard} cannot join target {t.id}: {e}", out)
             return
         st.admitted = True
         self.follow_join(t, joined, f"table {st.shard} created", out)
@@ -113,15 +111,19 @@ class OptimisticRules(LockRules):
 
     def settle(self, t: Target, out: list[Decision]) -> None:
         posts = [s for s in t.held_shards() if s.post is not None]
-        # Skipped or dropped shards may have been the other side of a contradiction.
+        # Contradictions are recomputed from scratch (a skipped or dropped shard may have
+        # been one side of one), once per pair of distinct (prev, post) shapes.
+        groups: dict[tuple[TableSchema, TableSchema | None], list[ShardState]] = {}
         for s in posts:
             s.conflict = None
-        for i, x in enumerate(posts):
-            for y in posts[i + 1 :]:
-                reason = contradiction(x, y)
+            groups.setdefault((s.schema, s.post), []).append(s)
+        shapes = list(groups.values())
+        for i, xs in enumerate(shapes):
+            for ys in shapes[i + 1 :]:
+                reason = contradiction(xs[0], ys[0])
                 if reason:
-                    x.conflict = x.conflict or reason
-                    y.conflict = y.conflict or reason
+                    for s in xs + ys:
+                        s.conflict = s.conflict or reason
         if not posts or any(s.conflict for s in t.shards.values()):
             return
         joined = terminated(t, posts)
@@ -215,4 +217,3 @@ def contradiction(x: ShardState, y: ShardState) -> str | None:
         except Incompatible as e:
             return f"{head}: they change the schema in different ways: {e}"
     return None
-

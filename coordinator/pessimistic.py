@@ -88,9 +88,7 @@ class PessimisticRules(LockRules):
         if not t.ready:
             t.expected = None
 
-    def executed(
-        self, t: Target, st: ShardState, post: TableSchema, out: list[Decision]
-    ) -> None:
+    def executed(self, t: Target, st: ShardState, post: TableSchema, out: list[Decision]) -> None:
         ddl = st.pending[0]
         same = t.expected is not None and _key(t, t.expected) == _key(t, ddl)
         peers = [t.shards[s] for s in t.ready if s in t.shards] if same else []

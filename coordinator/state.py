@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.coordinator import Coordinator, Ghost, TargetConfig
+from coordinator.coordinator import DEFAULT_CONFIG, Coordinator, Ghost, TargetConfig
 from coordinator.ids import ShardId, TargetId
 from coordinator.routing import Extract, Router
 from coordinator.target import PendingDDL, ShardState, Target
@@ -51,7 +51,7 @@ def restore(
     data: dict[str, Any],
     router: Router,
     configs: dict[TargetId, TargetConfig] | None = None,
-    default: TargetConfig = TargetConfig(),
+    default: TargetConfig = DEFAULT_CONFIG,
 ) -> Coordinator:
     if data.get("format") != FORMAT:
         raise StateError(f"not a coordinator state (format {data.get('format')!r})")

@@ -186,9 +186,7 @@ def with_extract(schema: TableSchema, extract: Extract) -> TableSchema:
     names = extract.columns()
     if not names:
         return schema
-    extra = [
-        Column(n, EXTRACT_TYPE, nullable=False) for n in names if not schema.has_column(n)
-    ]
+    extra = [Column(n, EXTRACT_TYPE, nullable=False) for n in names if not schema.has_column(n)]
     pk = schema.primary_key + tuple(
         n for n in names if name_key(n) not in {name_key(p) for p in schema.primary_key}
     )

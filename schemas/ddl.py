@@ -13,6 +13,7 @@ them after their first column only once it sees the table, and so does ``apply``
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import sqlglot
 from sqlglot import exp
@@ -97,7 +98,7 @@ def parse_ddl(sql: str) -> tuple[SchemaChange, ...]:
     except (_Fail, UnsupportedType) as exc:
         raise DDLError(sql, str(exc)) from None
     except SqlglotError as exc:
-        raise DDLError(sql, f"cannot parse: {exc}") from exc
+        raise DDLError(sql, f"cannot parse: {_plain(exc)}") from exc
     except Exception as exc:  # a statement sqlglot reads in a shape not foreseen here
         raise DDLError(sql, f"cannot read the statement: {type(exc).__name__}: {exc}") from exc
 
@@ -482,3 +483,11 @@ def _norm_spec(spec: AlterSpec) -> AlterSpec:
     if isinstance(spec, RenameIndex):
         return RenameIndex(name_key(spec.old_name), name_key(spec.new_name))
     return spec  # DropPrimaryKey, TableOptions: no identifiers
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _plain(exc: Exception) -> str:
+    """sqlglot's message without its terminal colouring, on one line."""
+    return " ".join(_ANSI.sub("", str(exc)).split())

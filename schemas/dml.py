@@ -9,6 +9,7 @@ Three shapes are read: ``INSERT INTO t (a, b) VALUES (1, 'x')[, (...)]``,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -54,7 +55,7 @@ def parse_dml(sql: str) -> DmlStatement:
     try:
         trees = sqlglot.parse(sql, read="mysql")
     except SqlglotError as exc:
-        raise DMLError(sql, f"cannot parse: {exc}") from exc
+        raise DMLError(sql, f"cannot parse: {_plain(exc)}") from exc
     statements = [t for t in trees if t is not None]
     if len(statements) != 1:
         raise DMLError(sql, f"expected one statement, got {len(statements)}")
@@ -139,3 +140,11 @@ def _number(text: str) -> int | float | str:
     if "e" in text.lower():
         return float(text)
     return text
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _plain(exc: Exception) -> str:
+    """sqlglot's message without its terminal colouring, on one line."""
+    return " ".join(_ANSI.sub("", str(exc)).split())

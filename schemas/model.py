@@ -203,7 +203,9 @@ class Index:
     def to_sql(self) -> str:
         cols = ", ".join(quote(c) for c in self.columns)
         prefix = {"INDEX": "KEY", "UNIQUE": "UNIQUE KEY"}.get(self.kind, f"{self.kind} KEY")
-        return f"{prefix} {quote(self.name)} ({cols})"
+        # An unnamed index (ADD INDEX (a)) gets its name from MySQL when it is applied.
+        name = f" {quote(self.name)}" if self.name else ""
+        return f"{prefix}{name} ({cols})"
 
     def canonical(self) -> tuple[str, tuple[str, ...], str]:
         return (self.key, tuple(name_key(c) for c in self.columns), self.kind)

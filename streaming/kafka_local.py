@@ -323,9 +323,8 @@ def _cluster_id() -> str:
 
 def _wait_ready(broker: KafkaBroker, proc: subprocess.Popen[bytes], timeout: float) -> None:
     """Poll metadata until the broker lists itself; fail early if the JVM exits."""
-    quiet = logging.getLogger(f"{__name__}.admin")  # librdkafka's connect errors while booting
-    quiet.setLevel(logging.CRITICAL)
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap, "logger": quiet})
+    # log_level 0: no "Connection refused" lines from librdkafka while the JVM boots.
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 0})
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:

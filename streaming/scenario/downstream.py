@@ -37,7 +37,9 @@ class MemoryTable:
         names = self.schema.primary_key or self.schema.column_names()
         return tuple(row.get(n) for n in names)
 
-    def project(self, values: dict[str, Any], extra: dict[str, Any], lenient: bool) -> dict[str, Any]:
+    def project(
+        self, values: dict[str, Any], extra: dict[str, Any], lenient: bool
+    ) -> dict[str, Any]:
         """The shard's row in the downstream shape: missing columns get their fill value."""
         lowered = {k.lower(): v for k, v in {**values, **extra}.items()}
         unknown = [k for k in values if not self.schema.has_column(k)]

@@ -64,7 +64,8 @@ class Step(_Strict):
     @model_validator(mode="after")
     def _one_action(self) -> Step:
         actions = [
-            k for k in ("sql", "insert", "update", "delete", "operator", "expect")
+            k
+            for k in ("sql", "insert", "update", "delete", "operator", "expect")
             if getattr(self, k) is not None
         ]
         if len(actions) != 1:

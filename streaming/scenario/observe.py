@@ -68,7 +68,9 @@ def _normal_type(text: str) -> str:
 
 
 def _row_key(row: dict[str, Any]) -> str:
-    return json.dumps({k: canonical(v) for k, v in sorted(row.items())}, sort_keys=True, default=str)
+    return json.dumps(
+        {k: canonical(v) for k, v in sorted(row.items())}, sort_keys=True, default=str
+    )
 
 
 def check(expect: Expect, seen: Observation, where: str) -> list[str]:
@@ -90,8 +92,10 @@ def check(expect: Expect, seen: Observation, where: str) -> list[str]:
         if got_pk != expect.primary_key:
             failures.append(f"{where}: primary key {got_pk} != expected {expect.primary_key}")
     if expect.rows is not None:
-        names = list(expect.columns) if expect.columns is not None else sorted(
-            {k for r in expect.rows for k in r} or set(columns)
+        names = (
+            list(expect.columns)
+            if expect.columns is not None
+            else sorted({k for r in expect.rows for k in r} or set(columns))
         )
 
         def project(row: dict[str, Any]) -> dict[str, Any]:
@@ -119,6 +123,4 @@ def check(expect: Expect, seen: Observation, where: str) -> list[str]:
 
 
 def sorted_rows(seen: Observation) -> list[dict[str, Any]]:
-    return sorted(
-        ({k: canonical(v) for k, v in r.items()} for r in seen.rows), key=_row_key
-    )
+    return sorted(({k: canonical(v) for k, v in r.items()} for r in seen.rows), key=_row_key)

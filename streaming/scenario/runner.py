@@ -42,9 +42,9 @@ def run_memory(scenario: Scenario, *, roundtrip: bool = False) -> ScenarioResult
     seen = engine.observe()
     if scenario.expect is not None:
         failures += check(scenario.expect, seen, "end")
-    if engine.error is not None and not (scenario.expect and scenario.expect.error):
-        if not any("error" in f for f in failures):
-            failures.append(f"run stopped: {engine.error}")
+    expected_error = scenario.expect is not None and scenario.expect.error is not None
+    if engine.error is not None and not expected_error and not any("error" in f for f in failures):
+        failures.append(f"run stopped: {engine.error}")
     output = {
         "name": scenario.name,
         "ok": not failures,
@@ -74,9 +74,19 @@ def run_files(
         except ScenarioFileError as e:
             print(f"[{i}/{len(paths)}] INVALID {e}", file=progress)
             results.append(
-                ScenarioResult(str(path), engine, False, {"name": str(path), "ok": False,
-                               "engine": engine, "error": str(e), "failures": [str(e)]},
-                               invalid=True)
+                ScenarioResult(
+                    str(path),
+                    engine,
+                    False,
+                    {
+                        "name": str(path),
+                        "ok": False,
+                        "engine": engine,
+                        "error": str(e),
+                        "failures": [str(e)],
+                    },
+                    invalid=True,
+                )
             )
             continue
         result = runner(scenario)

@@ -76,6 +76,7 @@ class Upstream:
         except DDLError:
             return
         for change in changes:
+
             def at(name: Any) -> ShardId:
                 return ShardId(shard.source, name.db or shard.db, name.table)
 
@@ -88,7 +89,10 @@ class Upstream:
                     t = self.table(at(table))
                     old = t.schema
                     t.schema = apply(change, old)
-                    t.rows = {t.key_of(r): r for r in (self._reshape(r, old, t.schema, change) for r in t.rows.values())}
+                    t.rows = {
+                        t.key_of(r): r
+                        for r in (self._reshape(r, old, t.schema, change) for r in t.rows.values())
+                    }
                 case RenameTable(old, new):
                     self.tables[at(new)] = self.tables.pop(at(old))
                 case DropTable(table, _):
@@ -122,9 +126,8 @@ class Upstream:
     def _full(self, t: UpTable, shard: ShardId, values: dict[str, Any]) -> dict[str, Any]:
         for name in values:
             if not t.schema.has_column(name):
-                raise UpstreamError(
-                    f"table {shard} has no column {name!r} (columns: {', '.join(t.schema.column_names())})"
-                )
+                columns = ", ".join(t.schema.column_names())
+                raise UpstreamError(f"table {shard} has no column {name!r} (columns: {columns})")
         lowered = {k.lower(): v for k, v in values.items()}
         return {
             c.name: lowered[c.key] if c.key in lowered else fill_value(c) for c in t.schema.columns
@@ -156,6 +159,8 @@ class Upstream:
     def _find(self, t: UpTable, shard: ShardId, key: dict[str, Any]) -> dict[str, Any]:
         lowered = {k.lower(): v for k, v in key.items()}
         for row in t.rows.values():
-            if all(row.get(c.name) == lowered.get(c.key) for c in t.schema.columns if c.key in lowered):
+            if all(
+                row.get(c.name) == lowered.get(c.key) for c in t.schema.columns if c.key in lowered
+            ):
                 return row
         raise UpstreamError(f"table {shard} has no row with {key}")
