@@ -11,6 +11,7 @@ from schemas.errors import ShardMergeError
 from streaming.scenario.memory import MemoryEngine
 from streaming.scenario.model import Scenario, ScenarioFileError, load_scenario
 from streaming.scenario.observe import check, sorted_rows
+from streaming.scenario.upstream import UpstreamError
 
 __all__ = ["ScenarioResult", "run_files", "run_memory"]
 
@@ -27,11 +28,18 @@ class ScenarioResult:
 def run_memory(scenario: Scenario, *, roundtrip: bool = False) -> ScenarioResult:
     engine = MemoryEngine(scenario, roundtrip=roundtrip)
     failures: list[str] = []
+    invalid = False
     try:
         engine.start()
         for index, step in enumerate(scenario.steps):
             try:
                 engine.step(index, step)
+            except UpstreamError as e:
+                # The file asks for something the upstream cannot do: the file is wrong.
+                engine.error = f"{scenario.path}: step {index + 1}: {e}"
+                failures.append(f"invalid file: {engine.error}")
+                invalid = True
+                break
             except ShardMergeError as e:
                 engine.error = f"step {index + 1}: {e}"
                 break
@@ -56,7 +64,7 @@ def run_memory(scenario: Scenario, *, roundtrip: bool = False) -> ScenarioResult
         "error": seen.error,
         "failures": failures,
     }
-    return ScenarioResult(scenario.name, engine.name, not failures, output)
+    return ScenarioResult(scenario.name, engine.name, not failures, output, invalid=invalid)
 
 
 ENGINES: dict[str, Callable[[Scenario], ScenarioResult]] = {"memory": run_memory}

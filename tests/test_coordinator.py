@@ -1,0 +1,395 @@
+"""The locks step by step: which decisions each event produces, in which order."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator import (
+    ApplyDDL,
+    ConflictError,
+    Coordinator,
+    CreateTarget,
+    Extract,
+    Hold,
+    Release,
+    Route,
+    Router,
+    ShardId,
+    TargetConfig,
+    TargetId,
+    Truncate,
+    parse_command,
+    restore,
+    snapshot,
+)
+from coordinator.commands import CommandError
+from coordinator.locks import OperatorError
+from coordinator.optimistic import terminated
+from coordinator.routing import TableKind
+from schemas import compare, join, parse_create_table
+from schemas.errors import Incompatible
+
+T = TargetId("shardddl", "tb")
+S1, S2, S3 = (ShardId.parse(s) for s in ("s1.db1.tb1", "s2.db1.tb1", "s2.db1.tb2"))
+BASE = "CREATE TABLE {t} (id INT PRIMARY KEY, a INT, b VARCHAR(10))"
+
+
+NO_EXTRACT = Extract()
+
+
+def coord(mode: str = "optimistic", shards=(S1, S2, S3), strict=False, extract=NO_EXTRACT):
+    c = Coordinator(Router((Route(T, extract=extract),)), {T: TargetConfig(mode, strict)})
+    for s in shards:
+        c.register(s, parse_create_table(BASE.format(t=s.table)))
+    return c
+
+
+def kinds(decisions) -> list[str]:
+    return [type(d).__name__ for d in decisions]
+
+
+def stage(c: Coordinator) -> str:
+    return c.locks()[0].stage
+
+
+# --- registration and routing ---------------------------------------------------------
+
+
+def test_first_shard_creates_the_target_and_others_join_silently():
+    c = Coordinator(Router((Route(T),)))
+    first = c.register(S1, parse_create_table(BASE.format(t="tb1")))
+    assert kinds(first) == ["CreateTarget"]
+    assert isinstance(first[0], CreateTarget) and first[0].schema.column_names() == ("id", "a", "b")
+    assert c.register(S2, parse_create_table(BASE.format(t="tb1"))) == []
+
+
+def test_shadow_and_trash_tables_are_never_routed_even_by_a_catch_all_rule():
+    router = Router((Route(T),))
+    assert router.kind(ShardId.parse("s1.db1._tb1_gho")) is TableKind.SHADOW
+    assert router.kind(ShardId.parse("s1.db1._tb1_new")) is TableKind.SHADOW
+    assert router.kind(ShardId.parse("s1.db1._tb1_del")) is TableKind.TRASH
+    assert router.kind(ShardId.parse("s1.db1._tb1_ghc")) is TableKind.TRASH
+    assert router.kind(ShardId.parse("s1.db1.tb1")) is TableKind.SHARD
+    assert Router((Route(T, table="orders_*"),)).kind(S1) is TableKind.UNROUTED
+
+
+def test_first_matching_route_wins():
+    other = TargetId("x", "y")
+    router = Router((Route(other, source="s2", table="tb2"), Route(T)))
+    assert router.target(S3) == other
+    assert router.target(S2) == T
+
+
+def test_rows_of_unregistered_routed_tables_are_reported_not_dropped():
+    c = coord(shards=(S1,))
+    assert c.route_row(S2).action == "unknown"
+    assert c.route_row(ShardId.parse("s1.db1._tb1_gho")).action == "drop"
+
+
+# --- optimistic -----------------------------------------------------------------------
+
+
+def test_optimistic_add_column_runs_at_once_and_holds_nothing():
+    c = coord()
+    d = c.on_ddl(S1, "ALTER TABLE tb1 ADD COLUMN c INT", 10)
+    assert kinds(d) == ["ApplyDDL"]
+    assert isinstance(d[0], ApplyDDL)
+    assert d[0].statement == "ALTER TABLE `tb` ADD COLUMN `c` INT NULL AFTER `b`"
+    assert d[0].schema.has_column("c")
+    assert c.route_row(S1).action == "write" and stage(c) == "none"
+    assert c.on_ddl(S2, "ALTER TABLE tb1 ADD COLUMN c INT", 11) == []
+
+
+def test_optimistic_drop_column_runs_when_the_last_shard_drops_it():
+    c = coord()
+    assert c.on_ddl(S1, "ALTER TABLE tb1 DROP COLUMN b", 1) == []
+    assert c.on_ddl(S2, "ALTER TABLE tb1 DROP COLUMN b", 2) == []
+    d = c.on_ddl(S3, "ALTER TABLE tb2 DROP COLUMN b", 3)
+    assert [s.__class__.__name__ for s in d[0].specs] == ["DropColumn"]
+    assert not d[0].schema.has_column("b")
+
+
+def test_optimistic_rename_waits_for_every_shard_then_runs_once_and_replays_in_hold_order():
+    c = coord()
+    d1 = c.on_ddl(S1, "ALTER TABLE tb1 CHANGE a c INT", 5)
+    assert d1 == [Hold(T, S1, 1, 5, d1[0].reason)]
+    assert "CHANGE a c INT" in d1[0].reason
+    assert stage(c) == "waiting" and c.route_row(S1).action == "hold"
+    d2 = c.on_ddl(S2, "ALTER TABLE tb1 CHANGE a c INT", 6)
+    assert kinds(d2) == ["Hold"]
+    d3 = c.on_ddl(S3, "ALTER TABLE tb2 CHANGE a c INT", 7)
+    # The last shard is held and released in the same call: its stash is empty.
+    assert kinds(d3) == ["Hold", "ApplyDDL", "Release", "Release", "Release"]
+    apply_ddl = d3[1]
+    assert isinstance(apply_ddl, ApplyDDL)
+    assert apply_ddl.statement.startswith("ALTER TABLE `tb` CHANGE COLUMN `a` `c` INT")
+    assert [r.shard for r in d3 if isinstance(r, Release)] == [S1, S2, S3]
+    assert stage(c) == "none" and c.locks()[0].blocked == ()
+
+
+def test_optimistic_conflict_ddl_condition_two_keeps_waiting_while_any_shard_has_the_old_column():
+    c = coord()
+    c.on_ddl(S1, "ALTER TABLE tb1 CHANGE a c INT", 1)
+    t = c.targets[T]
+    posts = [s for s in t.shards.values() if s.post is not None]
+    assert terminated(t, posts) is None
+
+
+def test_optimistic_rename_to_different_names_is_a_conflict_naming_both_statements():
+    c = coord()
+    c.on_ddl(S1, "ALTER TABLE tb1 CHANGE a c INT", 1)
+    c.on_ddl(S2, "ALTER TABLE tb1 CHANGE a d INT", 2)
+    lock = c.locks()[0]
+    assert lock.stage == "conflict"
+    assert lock.conflict is not None
+    assert "CHANGE a c INT" in lock.conflict and "CHANGE a d INT" in lock.conflict
+    assert set(lock.blocked) == {S1, S2}
+
+
+def test_optimistic_impossible_join_is_a_conflict_with_the_schema_path():
+    c = coord()
+    c.on_ddl(S1, "ALTER TABLE tb1 ADD COLUMN x INT", 1)
+    d = c.on_ddl(S2, "ALTER TABLE tb1 ADD COLUMN x VARCHAR(10)", 2)
+    assert kinds(d) == ["Hold"]
+    assert c.locks()[0].stage == "conflict"
+    assert 'at column "x"' in (c.locks()[0].conflict or "")
+
+
+def test_strict_mode_raises_a_conflict_error_naming_shard_and_statement():
+    c = coord(strict=True)
+    with pytest.raises(ConflictError, match=r"conflict.*s1\.db1\.tb1.*CHANGE a c INT"):
+        c.on_ddl(S1, "ALTER TABLE tb1 CHANGE a c INT", 1)
+
+
+def test_ddl_of_a_held_shard_is_queued_and_processed_after_release():
+    c = coord(shards=(S1, S2))
+    c.on_ddl(S1, "ALTER TABLE tb1 CHANGE a c INT", 1)
+    assert c.on_ddl(S1, "ALTER TABLE tb1 ADD COLUMN d INT", 3) == []
+    d = c.on_ddl(S2, "ALTER TABLE tb1 CHANGE a c INT", 4)
+    assert kinds(d) == ["Hold", "ApplyDDL", "Release", "ApplyDDL", "Release", "Release"]
+    assert d[2] == Release(T, S1, 1, until=3)
+    assert d[4] == Release(T, S1, 1, until=None)
+    assert d[5] == Release(T, S2, 1, until=None)
+
+
+def test_unparseable_ddl_holds_in_conflict_with_the_parser_reason_and_exec_is_refused():
+    c = coord()
+    d = c.on_ddl(S1, "ALTER TABLE tb1 FROBNICATE a", 1)
+    assert kinds(d) == ["Hold"]
+    lock = c.locks()[0]
+    assert lock.stage == "conflict" and "FROBNICATE" in (lock.conflict or "")
+    with pytest.raises(OperatorError, match="replace"):
+        c.command(parse_command(f"unlock {T} --shard {S1} --action exec"))
+
+
+def test_skip_keeps_the_old_schema_and_projects_the_replay():
+    c = coord()
+    c.on_ddl(S1, "ALTER TABLE tb1 ADD COLUMN x INT", 1)
+    c.on_ddl(S2, "ALTER TABLE tb1 ADD COLUMN x VARCHAR(10)", 2)
+    d = c.command(parse_command(f"unlock {T} --shard {S2} --action skip"))
+    assert d == [Release(T, S2, 1, None, project=True)]
+    assert c.route_row(S2).project is True
+    assert not c.targets[T].shards[S2].schema.has_column("x")
+    assert stage(c) == "none"
+
+
+def test_operator_errors_name_what_is_held():
+    c = coord()
+    c.on_ddl(S1, "ALTER TABLE tb1 CHANGE a c INT", 1)
+    with pytest.raises(OperatorError, match=r"s2\.db1\.tb1 is not held.*held: s1\.db1\.tb1"):
+        c.command(parse_command(f"unlock {T} --shard {S2} --action skip"))
+    with pytest.raises(OperatorError, match="no target"):
+        c.command(parse_command(f"unlock nowhere.tb --shard {S2} --action skip"))
+
+
+def test_truncate_needs_extract_columns_that_tell_the_shard_apart():
+    with_source = coord(extract=Extract(source_column="_source"))
+    # s2 has two tables: the source column alone cannot tell them apart.
+    d = with_source.on_ddl(S2, "TRUNCATE TABLE tb1", 1)
+    assert kinds(d) == ["Hold"] and "extract" in (with_source.locks()[0].conflict or "")
+    d = with_source.on_ddl(S1, "TRUNCATE TABLE tb1", 2)
+    assert d == [Truncate(T, S1, 1, (("_source", "s1"),))]
+
+
+def test_drop_and_recreate_gives_a_new_table_version():
+    c = coord()
+    c.on_ddl(S1, "DROP TABLE tb1", 1)
+    assert c.route_row(S1).action == "unknown"
+    c.on_ddl(S1, BASE.format(t="tb1"), 2)
+    assert c.route_row(S1).version == 2
+
+
+# --- pessimistic ----------------------------------------------------------------------
+
+
+def test_pessimistic_holds_each_shard_until_all_ran_the_same_ddl():
+    c = coord("pessimistic")
+    assert kinds(c.on_ddl(S1, "ALTER TABLE tb1 ADD COLUMN c INT", 1)) == ["Hold"]
+    assert kinds(c.on_ddl(S2, "alter table `tb1` add `C` int(11)", 2)) == ["Hold"]
+    d = c.on_ddl(S3, "ALTER TABLE tb2 ADD c INT", 3)
+    assert kinds(d) == ["Hold", "ApplyDDL", "Release", "Release", "Release"]
+    assert stage(c) == "none"
+
+
+def test_pessimistic_different_ddl_at_the_same_position_is_a_conflict():
+    c = coord("pessimistic")
+    c.on_ddl(S1, "ALTER TABLE tb1 ADD COLUMN c INT", 1)
+    c.on_ddl(S2, "ALTER TABLE tb1 ADD COLUMN c BIGINT", 2)
+    lock = c.locks()[0]
+    assert lock.stage == "conflict"
+    assert "ADD COLUMN c BIGINT" in (lock.conflict or "") and "s1.db1.tb1" in (lock.conflict or "")
+
+
+def test_pessimistic_column_position_is_part_of_the_ddl():
+    c = coord("pessimistic", shards=(S1, S2))
+    c.on_ddl(S1, "ALTER TABLE tb1 ADD COLUMN c INT FIRST", 1)
+    c.on_ddl(S2, "ALTER TABLE tb1 ADD COLUMN c INT", 2)
+    assert stage(c) == "conflict"
+
+
+def test_pessimistic_truncate_with_extract_holds_nothing():
+    c = coord("pessimistic", extract=Extract(db_column="_db", table_column="_t"))
+    assert kinds(c.on_ddl(S3, "TRUNCATE TABLE tb2", 1)) == ["Truncate"]
+    assert stage(c) == "none"
+
+
+# --- gh-ost ---------------------------------------------------------------------------
+
+
+def test_gh_ost_cut_over_turns_into_the_recorded_ddl_on_the_real_table():
+    c = coord(shards=(S1, S2))
+    gho = ShardId.parse("s1.db1._tb1_gho")
+    assert c.on_ddl(gho, "CREATE TABLE _tb1_gho LIKE tb1", 1) == []
+    assert c.on_ddl(gho, "ALTER TABLE _tb1_gho ADD COLUMN c INT", 2) == []
+    d = c.on_ddl(S1, "RENAME TABLE tb1 TO _tb1_del, _tb1_gho TO tb1", 3)
+    assert kinds(d) == ["ApplyDDL"] and d[0].schema.has_column("c")
+    assert c.targets[T].shards[S1].schema.has_column("c")
+    assert c.ghosts == {}
+
+
+# --- commands, state ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "unlock shardddl.tb --action skip",
+        "unlock shardddl.tb --shard s1.db1.tb1",
+        "unlock shardddl.tb --shard s1.db1.tb1 --action skip --force-remove",
+        "unlock shardddl --shard s1.db1.tb1 --action skip",
+        "unlock shardddl.tb --shard s1.tb1 --action skip",
+        "lock shardddl.tb",
+        "unlock shardddl.tb --shard s1.db1.tb1 --action drop",
+    ],
+)
+def test_malformed_commands_say_what_is_expected(words: str):
+    with pytest.raises(CommandError, match="expected unlock TARGET"):
+        parse_command(words)
+
+
+def test_commands_round_trip_through_their_words():
+    for words in (
+        "unlock shardddl.tb --shard s1.db1.tb1 --action skip",
+        "unlock shardddl.tb --shard s1.db1.tb1 --action exec",
+        "unlock shardddl.tb --force-remove",
+        "unlock shardddl.tb --shard s1.db1.tb1 --replace 'ALTER TABLE t ADD c INT'",
+    ):
+        assert parse_command(words).words() == words
+
+
+def test_restored_state_decides_like_the_original():
+    c = coord()
+    c.on_ddl(S1, "ALTER TABLE tb1 CHANGE a c INT", 1)
+    c.on_ddl(S1, "ALTER TABLE tb1 ADD COLUMN d INT", 2)
+    r = restore(snapshot(c), c.router, {T: TargetConfig("optimistic")})
+    assert snapshot(r) == snapshot(c)
+    for x in (c, r):
+        x.on_ddl(S2, "ALTER TABLE tb1 CHANGE a c INT", 3)
+    assert c.on_ddl(S3, "ALTER TABLE tb2 CHANGE a c INT", 4) == r.on_ddl(
+        S3, "ALTER TABLE tb2 CHANGE a c INT", 4
+    )
+
+
+def test_state_of_another_format_or_version_is_refused_with_advice():
+    from coordinator.state import StateError
+
+    data = snapshot(coord())
+    with pytest.raises(StateError, match="version"):
+        restore({**data, "version": 99}, Router((Route(T),)))
+
+
+# --- termination equals the seed's check as written ---------------------------------
+
+
+def naive_terminated(states, posts) -> bool:
+    finals = [s.final for s in states]
+    try:
+        joined = finals[0]
+        for f in finals[1:]:
+            joined = join(joined, f)
+    except Incompatible:
+        return False
+    for x in posts:
+        try:
+            compare(joined, x.schema)
+            return False
+        except Incompatible:
+            pass
+    for x in posts:
+        for y in states:
+            try:
+                larger = join(x.schema, y.final)
+            except Incompatible:
+                larger = y.final
+            try:
+                if compare(larger, x.post) < 0:
+                    return False
+            except Incompatible:
+                return False
+    return True
+
+
+RENAMES = [
+    "ALTER TABLE {t} CHANGE a c INT",
+    "ALTER TABLE {t} CHANGE a d INT",
+    "ALTER TABLE {t} MODIFY a DOUBLE",
+    "ALTER TABLE {t} ADD COLUMN n INT NOT NULL",
+    "ALTER TABLE {t} CHANGE b c VARCHAR(10)",
+]
+
+
+def random_lock(seed: int):
+    """A lock where most shards made one conflict change, some another, some none."""
+    import random
+
+    from schemas import apply, parse_ddl
+
+    rng = random.Random(seed)
+    shards = [ShardId("s", "db", f"t{i}") for i in range(rng.randint(2, 7))]
+    c = coord(shards=shards)
+    t = c.targets[T]
+    common = rng.choice(RENAMES)
+    for shard in shards:
+        r = rng.random()
+        ddl = common if r < 0.85 else rng.choice(RENAMES) if r < 0.95 else None
+        if ddl is not None:
+            st = t.shards[shard]
+            st.post = apply(parse_ddl(ddl.format(t=shard.table))[0], st.schema)
+            st.pending = [object()]  # type: ignore[list-item]
+    states = list(t.shards.values())
+    return t, states, [s for s in states if s.post is not None]
+
+
+SEEDS = range(80)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_deduplicated_termination_agrees_with_the_seed_algorithm(seed: int):
+    t, states, posts = random_lock(seed)
+    if posts:
+        assert (terminated(t, posts) is not None) == naive_terminated(states, posts)
+
+
+def test_the_random_locks_both_terminate_and_do_not():
+    outcomes = {naive_terminated(s, p) for _, s, p in map(random_lock, SEEDS) if p}
+    assert outcomes == {True, False}
