@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -67,39 +67,40 @@ def run_memory(scenario: Scenario, *, roundtrip: bool = False) -> ScenarioResult
     return ScenarioResult(scenario.name, engine.name, not failures, output, invalid=invalid)
 
 
-ENGINES: dict[str, Callable[[Scenario], ScenarioResult]] = {"memory": run_memory}
+ENGINES = ("memory", "spark")
 
 
 def run_files(
     paths: Iterable[str], engine: str = "memory", progress: TextIO = sys.stderr
 ) -> list[ScenarioResult]:
-    results = []
+    """Run files in order; the spark engine shares one broker and one Spark session."""
     paths = list(paths)
-    runner = ENGINES[engine]
-    for i, path in enumerate(paths, 1):
+    loaded: list[Scenario | ScenarioResult] = []
+    for path in paths:
         try:
-            scenario = load_scenario(path)
+            loaded.append(load_scenario(path))
         except ScenarioFileError as e:
-            print(f"[{i}/{len(paths)}] INVALID {e}", file=progress)
-            results.append(
+            loaded.append(
                 ScenarioResult(
-                    str(path),
-                    engine,
-                    False,
-                    {
-                        "name": str(path),
-                        "ok": False,
-                        "engine": engine,
-                        "error": str(e),
-                        "failures": [str(e)],
-                    },
+                    str(path), engine, False,
+                    {"name": str(path), "ok": False, "engine": engine, "error": str(e),
+                     "failures": [str(e)]},
                     invalid=True,
                 )
-            )
-            continue
-        result = runner(scenario)
-        status = "ok" if result.ok else "FAIL"
-        print(f"[{i}/{len(paths)}] {status} {scenario.name} ({path})", file=progress)
+            )  # fmt: skip
+    scenarios = [s for s in loaded if isinstance(s, Scenario)]
+    if engine == "spark" and scenarios:
+        from streaming.scenario.spark_engine import run_spark_files
+
+        ran = iter(run_spark_files(scenarios))
+    else:
+        ran = (run_memory(s) for s in scenarios)
+    results = []
+    for i, item in enumerate(loaded, 1):
+        result = item if isinstance(item, ScenarioResult) else next(ran)
+        status = "INVALID" if result.invalid else "ok" if result.ok else "FAIL"
+        where = paths[i - 1]
+        print(f"[{i}/{len(paths)}] {status} {result.name} ({where})", file=progress, flush=True)
         for failure in result.output.get("failures", []):
             print(f"    {failure}", file=progress)
         results.append(result)

@@ -1,0 +1,62 @@
+"""Rate of the Debezium JSON producer: a sharded workload pushed to a local broker.
+
+Starts a throw-away broker (``streaming.kafka_local``) in a temp dir, then sends
+``--shards`` x ``--rows`` row changes (plus their tombstones and the DDL) with
+:class:`streaming.producer.DebeziumProducer`, and prints records/s for building only
+(no Kafka) and for building and sending, flush included.
+
+    .venv/bin/python benchmarks/producer_rate.py [--shards 16] [--rows 62500] [--schemas-enable]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import tempfile
+import time
+import uuid
+
+from streaming.events.debezium_build import DebeziumBuilder
+from streaming.kafka_local import running
+from streaming.producer import DebeziumProducer, send_workload
+from streaming.workload import sharded_workload
+
+DDL = {0.3: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shards", type=int, default=16)
+    parser.add_argument("--rows", type=int, default=62_500)
+    parser.add_argument("--schemas-enable", action="store_true")
+    args = parser.parse_args()
+
+    builder = DebeziumBuilder("bench", schemas_enable=args.schemas_enable)
+    start, n = time.monotonic(), 0
+    for ev in sharded_workload(args.shards, args.rows, ddl_at=DDL):
+        if ev.kind == "row":
+            n += len(builder.row(ev.db, ev.table, ev.op, ev.before, ev.after, ev.schema))
+        else:
+            builder.ddl(ev.db, ev.table, ev.statement or "", ev.schema)
+            n += 1
+    built = time.monotonic() - start
+
+    with tempfile.TemporaryDirectory() as tmp, running("bench", tmp) as broker:
+        producer = DebeziumProducer(
+            broker.bootstrap, f"bench{uuid.uuid4().hex[:8]}", schemas_enable=args.schemas_enable
+        )
+        start = time.monotonic()
+        events = send_workload(producer, sharded_workload(args.shards, args.rows, ddl_at=DDL))
+        producer.flush()
+        sent = time.monotonic() - start
+
+    print(f"{platform.processor() or platform.machine()}, python {platform.python_version()}")
+    print(f"workload: {args.shards} shards x {args.rows:,} rows = {events:,} events")
+    print("| step | records | seconds | records/s |")
+    print("|---|---:|---:|---:|")
+    print(f"| build only | {n:,} | {built:.1f} | {n / built:,.0f} |")
+    print(f"| build + send + flush | {producer.sent:,} | {sent:.1f} | {producer.sent / sent:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()

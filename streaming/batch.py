@@ -1,0 +1,387 @@
+"""One micro-batch: the foreachBatch protocol.
+
+Numbered steps, and what happens if the driver dies after each (Spark then runs the same
+batch id again over the same offsets, because its checkpoint commit comes after us):
+
+1. **Restore** the coordinator from the newest state of an *earlier* batch, and fix the
+   operator commands this batch applies (``intent``). Dies here: nothing was written.
+2. **Apply operator commands** (their decisions are executed like any, step 6).
+3. **Decode** the Kafka records in the JVM (``streaming.decode``); undecodable records go
+   to the dead-letter table. Dies after: the re-run appends the same dead letters with
+   the same transaction version, which Delta skips.
+4. **Collect control events only** (DDL, TRUNCATE: a handful) to the driver and put them in
+   one order: source commit time, then source and binlog position.
+5. **Cut each shard's rows at its DDL positions**: a row gets epoch *j* when the next DDL
+   of its own shard is control event *j* (rows after the shard's last DDL, and rows of
+   shards without DDL, get their epoch from the same rule: the last one / the first one).
+6. **For each epoch**: write its rows (free shards: MERGE per target; held shards: append
+   to the stash; shadow/trash tables: dropped by design; unknown tables: dead letters),
+   then hand control event *j* to the coordinator and execute its decisions in order:
+   create the target, ALTER it, DELETE a shard's rows (TRUNCATE), replay a shard's stash
+   (read, MERGE, delete from the stash). Every write carries a transaction version derived
+   from (batch id, write slot); slots are numbered in decision order, which is the same on
+   a re-run, so a re-run skips every write that happened. DDL is applied only where the
+   table still lacks it. Dies here: the re-run redoes the batch from step 1, skipping what
+   was done.
+7. **Persist** the coordinator state for this batch id (atomic file), then forget applied
+   commands. Dies after: Spark re-runs the batch; step 1 restores the state *before* it, the
+   writes are skipped, and the same state is written again.
+
+Held events therefore never live in driver memory; retention of the Kafka topics does not
+matter once a batch is done; nothing is written twice and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from coordinator.commands import CommandError, parse_command
+from coordinator.coordinator import Coordinator, RowRoute, UnknownShardError
+from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Hold, Release, Truncate
+from coordinator.ids import ShardId, TargetId
+from coordinator.locks import OperatorError
+from coordinator.state import restore, snapshot
+from streaming.config import Settings
+from streaming.delta_sink import APP_ID, DeltaSink
+from streaming.events.contract import EVENT_SCHEMA
+from streaming.rows import project_actions
+from streaming.state_store import StateStore
+
+__all__ = ["BatchProcessor", "Stats"]
+
+log = logging.getLogger("shardmerge.batch")
+
+SLOTS_PER_BATCH = 1_000_000
+ORDER_KEY = (
+    "named_struct('f', coalesce(pos_file, ''), 'p', coalesce(pos, -1L), "
+    "'r', coalesce(pos_row, -1), 't', coalesce(ts_ms, 0L), 'o', offset)"
+)
+STASH_COLUMNS = [f.name for f in EVENT_SCHEMA.fields]
+
+
+def position_of(row: Any) -> list[Any]:
+    """A JSON-able position that orders like ORDER_KEY."""
+    return [row["pos_file"] or "", row["pos"] if row["pos"] is not None else -1,
+            row["pos_row"] if row["pos_row"] is not None else -1, row["ts_ms"] or 0, row["offset"]]
+
+
+def position_sql(position: list[Any]) -> str:
+    f, p, r, t, o = position
+    return (
+        f"named_struct('f', {json.dumps(str(f))}, 'p', {int(p)}L, 'r', {int(r)}, "
+        f"'t', {int(t)}L, 'o', {int(o)}L)"
+    )
+
+
+def sql_str(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@dataclass
+class Stats:
+    """Counts of one batch, kept in the state file for ``shardmerge locks`` and metrics."""
+
+    batch: int = 0
+    events: int = 0
+    written: int = 0
+    held: int = 0
+    replayed: int = 0
+    dropped: int = 0
+    dead_letters: int = 0
+    ddl: int = 0
+    downstream_ddl: list[str] = field(default_factory=list)
+    command_errors: list[str] = field(default_factory=list)
+
+
+class BatchProcessor:
+    """The ``foreachBatch`` function of the job (see the module docstring for the steps)."""
+
+    def __init__(self, spark: SparkSession, settings: Settings, decode: Any) -> None:
+        self.spark = spark
+        self.settings = settings
+        self.decode = decode
+        self.router = settings.router()
+        self.sink = DeltaSink(spark)
+        self.store = StateStore(settings.checkpoint)
+        self.stash_path = str(self.store.root / "stash")
+        self.last_stats: Stats | None = None
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        _Batch(self, df, batch_id).run()
+
+    # --- helpers used by _Batch ----------------------------------------------------------
+
+    def restore(self, batch: int) -> tuple[Coordinator, set[str]]:
+        data = self.store.load_before(batch)
+        configs, default = self.settings.target_configs(), self.settings.default_config()
+        if data is None:
+            return Coordinator(self.router, configs, default), set()
+        c = restore(data["coordinator"], self.router, configs, default)
+        return c, set(data.get("applied_commands", []))
+
+
+class _Batch:
+    def __init__(self, p: BatchProcessor, df: DataFrame, batch_id: int) -> None:
+        self.p = p
+        self.spark = p.spark
+        self.df = df
+        self.batch = batch_id
+        self.slot = 0
+        self.stats = Stats(batch=batch_id)
+
+    # --- the protocol ---------------------------------------------------------------------
+
+    def run(self) -> None:
+        # 1. restore
+        self.c, applied = self.p.restore(self.batch)
+        commands = self.p.store.intent(self.batch, applied)
+        # 2. operator commands
+        for cmd in commands:
+            try:
+                self.execute(self.c.command(parse_command(cmd["words"])))
+            except (CommandError, OperatorError) as e:
+                self.stats.command_errors.append(f"{cmd['words']}: {e}")
+                log.error("operator command %r failed: %s", cmd["words"], e)
+            applied.add(cmd["id"])
+        # 3. decode
+        events = self.events = self.decode_all().persist()
+        try:
+            # 4. control events
+            controls = sorted(
+                events.filter("op IN ('ddl', 't')").collect(),
+                key=lambda r: (r["ts_ms"] or 0, r["source"], *position_of(r)[:3], r["offset"]),
+            )
+            self.stats.ddl = len(controls)
+            # 5. epochs
+            rows = events.filter("op NOT IN ('ddl', 't')").withColumn(
+                "_epoch", F.expr(self.epoch_sql(controls))
+            )
+            per_epoch = rows.groupBy("_epoch", "source", "db", "tbl").count().collect()
+            self.stats.events = sum(r["count"] for r in per_epoch) + len(controls)
+            # 6. epochs: rows, then the control event
+            for j in range(len(controls) + 1):
+                shards = [r for r in per_epoch if r["_epoch"] == j]
+                if shards:
+                    self.write_rows(rows.filter(F.col("_epoch") == j), shards)
+                if j < len(controls):
+                    self.control(controls[j])
+        finally:
+            events.unpersist()
+        # 7. persist
+        self.p.store.save(
+            self.batch,
+            {
+                "batch": self.batch,
+                "coordinator": snapshot(self.c),
+                "applied_commands": sorted(applied),
+                "stats": self.stats.__dict__,
+                "locks": [_lock_json(v) for v in self.c.locks()],
+            },
+        )
+        self.p.store.forget_commands(applied)
+        self.p.last_stats = self.stats
+        log.info("batch %d: %s", self.batch, self.stats)
+
+    # --- step 3 -----------------------------------------------------------------------------
+
+    def decode_all(self) -> DataFrame:
+        parts = []
+        dead_parts = []
+        for fmt in sorted({s.format for s in self.p.settings.sources}):
+            raw = self.df.filter(F.col("__fmt") == fmt) if "__fmt" in self.df.columns else self.df
+            mapping = {t: s.source for s in self.p.settings.sources if s.source for t in s.topics}
+            ev, dead = self.p.decode(raw, fmt, source_for_topic=mapping)
+            parts.append(ev)
+            dead_parts.append(dead)
+        dead = dead_parts[0]
+        for d in dead_parts[1:]:
+            dead = dead.unionByName(d)
+        self.append(dead, self.p.settings.dead_letters(), count="dead_letters")
+        events = parts[0]
+        for e in parts[1:]:
+            events = events.unionByName(e)
+        return events.withColumn("_okey", F.expr(ORDER_KEY))
+
+    # --- step 5 -----------------------------------------------------------------------------
+
+    @staticmethod
+    def epoch_sql(controls: list[Any]) -> str:
+        last = len(controls)
+        if not controls:
+            return "0"
+        cases = []
+        for j, r in enumerate(controls):  # in global order: the first true case is the next DDL
+            cases.append(
+                f"WHEN source = {sql_str(r['source'])} AND db = {sql_str(r['db'])} "
+                f"AND tbl = {sql_str(r['tbl'])} AND _okey < {position_sql(position_of(r))} THEN {j}"
+            )
+        # Rows of shards with no DDL in this batch go first; rows after a shard's last DDL last.
+        shards = {(r["source"], r["db"], r["tbl"]) for r in controls}
+        with_ddl = " OR ".join(
+            f"(source = {sql_str(s)} AND db = {sql_str(d)} AND tbl = {sql_str(t)})"
+            for s, d, t in sorted(shards)
+        )
+        return f"CASE {' '.join(cases)} WHEN {with_ddl} THEN {last} ELSE 0 END"
+
+    # --- step 6: rows -------------------------------------------------------------------------
+
+    def write_rows(self, rows: DataFrame, shards: list[Any]) -> None:
+        routes: dict[ShardId, RowRoute] = {}
+        since: dict[ShardId, list[Any] | None] = {}
+        for r in shards:
+            shard = ShardId(r["source"], r["db"], r["tbl"])
+            route = self.c.route_row(shard)
+            routes[shard] = route
+            st = self.c.shard_state(shard)
+            since[shard] = st.pending[0].position if st is not None and st.held else None
+        table = [
+            (s.source, s.db, s.table, r.action, str(r.target) if r.target else None, r.version,
+             r.project, json.dumps(since[s]) if since[s] else None, r.reason)
+            for s, r in routes.items()
+        ]
+        rdf = self.spark.createDataFrame(
+            table,
+            "source string, db string, tbl string, _action_route string, _target string, "
+            "_version int, _project boolean, _since string, _reason string",
+        )
+        joined = rows.join(F.broadcast(rdf), ["source", "db", "tbl"])
+        held_cases = [
+            f"(source = {sql_str(s.source)} AND db = {sql_str(s.db)} AND tbl = {sql_str(s.table)} "
+            f"AND _okey < {position_sql(pos)})"
+            for s, pos in since.items()
+            if pos is not None
+        ]
+        late = " OR ".join(held_cases) if held_cases else "false"
+        # Rows of a held shard from before its hold position arrived late: they are free.
+        free = joined.filter(f"_action_route = 'write' OR (_action_route = 'hold' AND ({late}))")
+        stash = joined.filter(f"_action_route = 'hold' AND NOT ({late})")
+        for target in sorted({r.target for r in routes.values() if r.target is not None}):
+            if any(r.target == target and r.action in ("write", "hold") for r in routes.values()):
+                self.write_target(target, free.filter(F.col("_target") == str(target)))
+        if any(r.action == "hold" for r in routes.values()):
+            self.append(
+                stash.select(*STASH_COLUMNS, F.col("_target").alias("target"),
+                             F.col("_version").alias("version"), F.lit(self.batch).alias("batch")),
+                self.p.stash_path,
+                count="held",
+            )
+        counts = {(r["source"], r["db"], r["tbl"]): r["count"] for r in shards}
+        self.stats.dropped += sum(
+            counts[(s.source, s.db, s.table)] for s, r in routes.items() if r.action == "drop"
+        )
+        if any(r.action == "unknown" for r in routes.values()):
+            unknown = joined.filter("_action_route = 'unknown'")
+            self.dead_letter_events(unknown, "row of a table shardmerge has no schema for")
+
+    def write_target(self, target: TargetId, rows: DataFrame, *, project_all: bool = False) -> int:
+        t = self.c.targets[target]
+        schema = t.downstream()
+        assert schema is not None
+        src, bad = project_actions(rows, schema, t.extract, project_all)
+        self.dead_letter_events(bad, None)
+        slot = self.next_version()
+        self.p.sink.merge(
+            self.p.settings.table_path(target), src, list(schema.primary_key) or list(schema.column_names()),
+            list(schema.column_names()), slot,
+        )
+        return 0
+
+    # --- step 6: control events and decisions -------------------------------------------------
+
+    def control(self, r: Any) -> None:
+        shard = ShardId(r["source"], r["db"], r["tbl"])
+        sql = r["ddl"] if r["op"] == "ddl" else f"TRUNCATE TABLE `{r['tbl']}`"
+        try:
+            decisions = self.c.on_ddl(shard, sql, position_of(r))
+        except UnknownShardError as e:
+            same = (
+                (F.col("topic") == r["topic"])
+                & (F.col("partition") == r["partition"])
+                & (F.col("offset") == r["offset"])
+            )
+            self.dead_letter_events(self.events.filter(same), str(e))
+            return
+        self.execute(decisions)
+
+    def execute(self, decisions: list[Decision]) -> None:
+        for d in decisions:
+            match d:
+                case CreateTarget():
+                    self.p.sink.create(self.p.settings.table_path(d.target), d.schema)
+                case ApplyDDL():
+                    self.p.sink.alter(self.p.settings.table_path(d.target), d)
+                    self.stats.downstream_ddl.append(d.statement)
+                case Truncate():
+                    where = " AND ".join(f"`{k}` = {sql_str(v)}" for k, v in d.match) or "true"
+                    self.p.sink.delete(self.p.settings.table_path(d.target), where, self.next_version())
+                case Hold():
+                    pass  # rows from its position on are stashed by write_rows
+                case Release():
+                    self.release(d)
+
+    def release(self, d: Release) -> None:
+        pred = (
+            f"target = {sql_str(str(d.target))} AND source = {sql_str(d.shard.source)} AND "
+            f"db = {sql_str(d.shard.db)} AND tbl = {sql_str(d.shard.table)} AND version = {d.version}"
+        )
+        if d.until is not None:
+            pred += f" AND {ORDER_KEY} < {position_sql(d.until)}"
+        if not self.p.sink.exists(self.p.stash_path):
+            self.next_version()
+            self.next_version()
+            return
+        held = self.spark.read.format("delta").load(self.p.stash_path).filter(pred)
+        held = held.withColumn("_okey", F.expr(ORDER_KEY)).persist()
+        try:
+            n = held.count()
+            self.stats.replayed += n
+            self.write_target(d.target, held.withColumn("_project", F.lit(d.project)), project_all=d.project)
+            self.p.sink.delete(self.p.stash_path, pred, self.next_version())
+        finally:
+            held.unpersist()
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def next_version(self) -> int:
+        self.slot += 1
+        return self.batch * SLOTS_PER_BATCH + self.slot
+
+    def append(self, df: DataFrame, path: str, count: str | None = None) -> None:
+        version = self.next_version()
+        (
+            df.write.format("delta").mode("append")
+            .option("txnAppId", APP_ID).option("txnVersion", version)
+            .option("mergeSchema", "true")
+            .save(path)
+        )
+
+    def dead_letter_events(self, bad: DataFrame, reason: str | None) -> None:
+        """Rows that cannot be written go to the dead-letter table with the reason."""
+        reason_col = F.lit(reason) if reason is not None else F.col("_reason")
+        out = bad.select(
+            F.col("topic"), F.col("partition"), F.col("offset"),
+            F.lit(None).cast("binary").alias("key"),
+            F.to_json(F.struct(*[F.col(c) for c in STASH_COLUMNS])).cast("binary").alias("value"),
+            F.col("format"), reason_col.alias("reason"), F.current_timestamp().alias("seen_at"),
+        )
+        self.append(out, self.p.settings.dead_letters())
+
+
+def _lock_json(v: Any) -> dict[str, Any]:
+    return {
+        "target": str(v.target),
+        "mode": v.mode,
+        "stage": v.stage,
+        "blocked": [str(s) for s in v.blocked],
+        "pending_ddl": [{"shard": str(s), "sql": sql} for s, sql, _ in v.pending_ddl],
+        "conflict": v.conflict,
+        "shards": v.shards,
+        "columns": {c.name: c.type.type_sql() for c in v.schema.columns} if v.schema else {},
+    }
+

@@ -1,0 +1,181 @@
+"""The job's settings: one frozen pydantic tree, read from a YAML file, overridden by
+environment variables.
+
+Every field can be set from the environment as ``SHARDMERGE__<PATH>`` with ``__`` between
+levels, e.g. ``SHARDMERGE__KAFKA__BOOTSTRAP=broker:9092`` or
+``SHARDMERGE__SINK__PATH=/data/lake``; values are parsed as YAML scalars/lists. Validation
+errors name the field and the file. See ``docs/configuration.md`` for every field.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+from coordinator.coordinator import TargetConfig
+from coordinator.ids import TargetId
+from coordinator.routing import Extract, Route, Router
+from schemas.errors import ShardMergeError
+
+__all__ = ["ConfigError", "Settings", "load_settings"]
+
+ENV_PREFIX = "SHARDMERGE__"
+
+
+class ConfigError(ShardMergeError):
+    """The configuration is invalid; the message names the file and the field."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KafkaSettings(_Frozen):
+    bootstrap: str = Field(description="Kafka bootstrap servers (env SHARDMERGE__KAFKA__BOOTSTRAP)")
+    options: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="extra Kafka consumer options for Spark's Kafka source, e.g. "
+        "security.protocol, sasl.jaas.config (secrets; env SHARDMERGE__KAFKA__OPTIONS)",
+    )
+    starting_offsets: Literal["earliest", "latest"] = Field(
+        "earliest", description="where a new job starts reading (env ..._STARTING_OFFSETS)"
+    )
+    max_offsets_per_trigger: int | None = Field(
+        None, gt=0, description="records per micro-batch at most (env ..._MAX_OFFSETS_PER_TRIGGER)"
+    )
+
+
+class SourceSettings(_Frozen):
+    """Topics of one CDC connector."""
+
+    format: Literal["debezium", "canal", "maxwell"] = "debezium"
+    topics: list[str] = Field(default_factory=list, description="topic names")
+    pattern: str | None = Field(None, description="a topic regex instead of names")
+    source: str | None = Field(
+        None, description="the source id for canal/maxwell topics (Debezium carries its own)"
+    )
+
+    @model_validator(mode="after")
+    def _topics_or_pattern(self) -> SourceSettings:
+        if bool(self.topics) == bool(self.pattern):
+            raise ValueError("give either topics or pattern")
+        return self
+
+
+class ExtractSettings(_Frozen):
+    source_column: str | None = None
+    db_column: str | None = None
+    table_column: str | None = None
+
+
+class RouteSettings(_Frozen):
+    target: str = Field(pattern=r"^[A-Za-z0-9_]+\.[A-Za-z0-9_]+$", description="db.table")
+    source: str = "*"
+    db: str = "*"
+    table: str = "*"
+    extract: ExtractSettings = ExtractSettings()
+
+
+class TargetSettings(_Frozen):
+    mode: Literal["optimistic", "pessimistic"] = "optimistic"
+    strict: bool = False
+
+
+class SinkSettings(_Frozen):
+    kind: Literal["delta"] = "delta"
+    path: str = Field(description="base folder; target db.table is written to PATH/db/table")
+
+
+class Settings(_Frozen):
+    kafka: KafkaSettings
+    sources: list[SourceSettings] = Field(min_length=1)
+    routes: list[RouteSettings] = Field(min_length=1)
+    targets: dict[str, TargetSettings] = Field(default_factory=dict)
+    default_target: TargetSettings = TargetSettings()
+    sink: SinkSettings
+    checkpoint: str = Field(description="checkpoint folder (also holds state and held events)")
+    trigger_interval: str = Field("5 seconds", description="micro-batch interval")
+    dead_letter_path: str | None = Field(
+        None, description="dead-letter Delta table (default CHECKPOINT/dead_letter)"
+    )
+    ddl_grace_ms: int = Field(
+        0,
+        ge=0,
+        description="how long a DDL waits for late rows of its shard that precede it",
+    )
+
+    def router(self) -> Router:
+        return Router(
+            tuple(
+                Route(
+                    TargetId.parse(r.target),
+                    r.source,
+                    r.db,
+                    r.table,
+                    Extract(**r.extract.model_dump()),
+                )
+                for r in self.routes
+            )
+        )
+
+    def target_configs(self) -> dict[TargetId, TargetConfig]:
+        return {
+            TargetId.parse(name): TargetConfig(t.mode, t.strict) for name, t in self.targets.items()
+        }
+
+    def default_config(self) -> TargetConfig:
+        return TargetConfig(self.default_target.mode, self.default_target.strict)
+
+    def dead_letters(self) -> str:
+        return self.dead_letter_path or str(Path(self.checkpoint) / "dead_letter")
+
+    def table_path(self, target: TargetId) -> str:
+        return str(Path(self.sink.path) / target.db / target.table)
+
+
+def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, raw in environ.items():
+        if not key.startswith(ENV_PREFIX):
+            continue
+        path = [p.lower() for p in key[len(ENV_PREFIX) :].split("__")]
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = yaml.safe_load(raw)
+    return out
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for k, v in over.items():
+        merged[k] = _merge(merged[k], v) if isinstance(v, dict) and isinstance(merged.get(k), dict) else v
+    return merged
+
+
+def load_settings(path: str | Path | None, environ: dict[str, str] | None = None) -> Settings:
+    """Settings from a YAML file (or none) plus ``SHARDMERGE__...`` environment overrides."""
+    data: dict[str, Any] = {}
+    where = str(path) if path else "(environment)"
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text())
+        except OSError as e:
+            raise ConfigError(f"{where}: cannot read: {e}") from e
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{where}: not valid YAML: {e}") from e
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{where}: the configuration is a mapping (kafka, sources, ...)")
+        data = loaded
+    data = _merge(data, _env_overrides(dict(os.environ if environ is None else environ)))
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}" for err in e.errors()
+        )
+        raise ConfigError(f"{where}: {problems}") from e

@@ -1,0 +1,109 @@
+"""Row events to MERGE input, in the JVM: the latest action per downstream key, every row
+projected onto the downstream schema.
+
+Each event becomes one or two *key actions*: an insert/read/update upserts its after
+image; a delete deletes its before image's key; an update whose key changed also deletes
+the old key. The last action per key (by source position) wins, which gives per-key order
+inside a MERGE. Values are read from the images as text (``map<string,string>``, keys
+lower-cased, MySQL names are case-insensitive) and cast to the Delta type; a column the
+image lacks gets the downstream column's fill value (its default, NULL, or MySQL's
+implicit value). A row naming a column the downstream lacks is not written: it goes to the
+dead letters with the reason, unless the shard is projected (an operator skipped a DDL).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from coordinator.routing import Extract
+from schemas.model import TableSchema
+from streaming.spark_types import literal_expr, value_expr
+
+__all__ = ["project_actions"]
+
+
+def _lit(name: str) -> str:
+    return "'" + name.replace("'", "\\'") + "'"
+
+
+def project_actions(
+    rows: DataFrame, schema: TableSchema, extract: Extract, project_all: bool = False
+) -> tuple[DataFrame, DataFrame]:
+    """(MERGE source with the downstream columns and ``_action``, rows that cannot be
+    written with ``_reason``)."""
+    extra = {
+        (extract.source_column or "").lower(): "source",
+        (extract.db_column or "").lower(): "db",
+        (extract.table_column or "").lower(): "tbl",
+    }
+    extra.pop("", None)
+    data_cols = [c for c in schema.columns if c.key not in extra]
+    known = "array(" + ", ".join(_lit(c.key) for c in data_cols) + ")"
+    upstream_key = [k for k in schema.primary_key if k.lower() not in extra]
+
+    lower = "transform_keys(from_json({0}, 'map<string,string>'), (k, v) -> lower(k))"
+    df = rows.withColumn("_after", F.expr(lower.format("after"))).withColumn(
+        "_before", F.expr(lower.format("before"))
+    )
+    if "_project" not in df.columns:
+        df = df.withColumn("_project", F.lit(project_all))
+    key_changed = " OR ".join(
+        f"NOT (_before[{_lit(k.lower())}] <=> _after[{_lit(k.lower())}])" for k in upstream_key
+    ) or "false"
+    df = df.withColumn(
+        "_acts",
+        F.expr(
+            "filter(array("
+            f"CASE WHEN op = 'd' OR (op = 'u' AND ({key_changed})) "
+            "THEN named_struct('a', 'd', 'img', _before, 'sub', 0) END, "
+            "CASE WHEN op IN ('c', 'r', 'u') "
+            "THEN named_struct('a', 'u', 'img', _after, 'sub', 1) END), x -> x IS NOT NULL)"
+        ),
+    )
+    df = df.withColumn("_act", F.explode("_acts")).drop("_acts")
+    df = df.withColumn(
+        "_unknown",
+        F.expr(f"array_join(filter(map_keys(_act.img), k -> NOT array_contains({known}, k)), ', ')"),
+    )
+    bad = df.filter("_act.a = 'u' AND _unknown <> '' AND NOT _project").withColumn(
+        "_reason",
+        F.concat(
+            F.lit("row of shard "),
+            F.concat_ws(".", "source", "db", "tbl"),
+            F.lit(" has column(s) "),
+            F.col("_unknown"),
+            F.lit(" that the target lacks"),
+        ),
+    )
+    good = df.filter("NOT (_act.a = 'u' AND _unknown <> '' AND NOT _project)")
+
+    projected = []
+    for col in schema.columns:
+        if col.key in extra:
+            projected.append(F.col(extra[col.key]).alias(col.name))
+            continue
+        got = f"_act.img[{_lit(col.key)}]"
+        fill = literal_expr(col.type, col.fill_sql())
+        projected.append(
+            F.expr(
+                f"CASE WHEN map_contains_key(_act.img, {_lit(col.key)}) "
+                f"THEN {value_expr(col.type, got)} ELSE {fill} END"
+            ).alias(col.name)
+        )
+    key_names = list(schema.primary_key) or list(schema.column_names())
+    src = good.select(
+        *projected,
+        F.col("_act.a").alias("_action"),
+        F.col("_okey"),
+        F.col("_act.sub").alias("_sub"),
+    )
+    latest = Window.partitionBy(*[F.col(f"`{k}`") for k in key_names]).orderBy(
+        F.col("_okey").desc(), F.col("_sub").desc()
+    )
+    src = (
+        src.withColumn("_rn", F.row_number().over(latest))
+        .filter("_rn = 1")
+        .drop("_rn", "_okey", "_sub")
+    )
+    return src, bad

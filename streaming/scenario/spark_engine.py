@@ -1,0 +1,293 @@
+"""The spark engine: scenario steps become Debezium JSON on a real Kafka broker, the real
+streaming job runs with ``Trigger.AvailableNow`` whenever the file asks for an observation
+or an operator acts, and the downstream is a real Delta table.
+
+Each file gets its own source names (a run prefix), topics, Delta tables and checkpoint,
+so several files share one broker and one Spark session. Shard names in expectations and
+operator commands are the file's own (``s1.db1.tb1``); the prefix is added and removed at
+the edges.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from coordinator.commands import parse_command
+from coordinator.ids import ShardId, TargetId
+from coordinator.state import restore
+from schemas.ddl import parse_create_table
+from schemas.errors import ShardMergeError
+from streaming.config import (
+    ExtractSettings,
+    KafkaSettings,
+    RouteSettings,
+    Settings,
+    SinkSettings,
+    SourceSettings,
+    TargetSettings,
+)
+from streaming.scenario.model import Scenario, Step
+from streaming.scenario.observe import Observation, check, sorted_rows
+from streaming.scenario.runner import ScenarioResult
+from streaming.scenario.upstream import RowEvent, Upstream, UpstreamError
+from streaming.state_store import StateStore
+
+__all__ = ["SparkScenarioSession"]
+
+
+class SparkScenarioSession:
+    """One broker and one SparkSession for any number of scenario files."""
+
+    def __init__(self, workdir: str | Path | None = None) -> None:
+        self._stack = contextlib.ExitStack()
+        self.workdir = Path(workdir or self._stack.enter_context(tempfile.TemporaryDirectory()))
+        from streaming import kafka_local
+        from streaming.spark_session import build_spark
+
+        self.broker = self._stack.enter_context(
+            kafka_local.running("scenarios", self.workdir / "kafka")
+        )
+        self.spark = build_spark("shardmerge-scenarios")
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self) -> SparkScenarioSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(self, scenario: Scenario) -> ScenarioResult:
+        return _Run(self, scenario).run()
+
+
+class _Run:
+    def __init__(self, session: SparkScenarioSession, scenario: Scenario) -> None:
+        from streaming.producer import DebeziumProducer
+
+        self.s = session
+        self.scenario = scenario
+        self.run_id = "r" + uuid.uuid4().hex[:8]
+        self.root = session.workdir / self.run_id
+        self.target = TargetId.parse(scenario.target)
+        extract = scenario.extract.model_dump() if scenario.extract else {}
+        self.settings = Settings(
+            kafka=KafkaSettings(bootstrap=session.broker.bootstrap),
+            sources=[SourceSettings(format="debezium", pattern=f"{self.run_id}_.*")],
+            routes=[RouteSettings(target=scenario.target, extract=ExtractSettings(**extract))],
+            targets={scenario.target: TargetSettings(mode=scenario.mode, strict=scenario.strict)},
+            sink=SinkSettings(path=str(self.root / "lake")),
+            checkpoint=str(self.root / "checkpoint"),
+        )
+        self.upstream = Upstream()
+        self.producers: dict[str, DebeziumProducer] = {}
+        self.make_producer = lambda source: DebeziumProducer(
+            session.broker.bootstrap, f"{self.run_id}_{source}"
+        )
+        self.error: str | None = None
+
+    # --- names ---------------------------------------------------------------------------
+
+    def producer(self, source: str) -> Any:
+        if source not in self.producers:
+            self.producers[source] = self.make_producer(source)
+        return self.producers[source]
+
+    def local(self, shard: str) -> str:
+        prefix = f"{self.run_id}_"
+        return shard[len(prefix) :] if shard.startswith(prefix) else shard
+
+    def prefixed(self, words: str) -> str:
+        cmd = parse_command(words)
+        if cmd.shard is None:
+            return words
+        shard = ShardId(f"{self.run_id}_{cmd.shard.source}", cmd.shard.db, cmd.shard.table)
+        from dataclasses import replace
+
+        return replace(cmd, shard=shard).words()
+
+    # --- the run ---------------------------------------------------------------------------
+
+    def run(self) -> ScenarioResult:
+        failures: list[str] = []
+        invalid = False
+        for name, sql in self.scenario.shards.items():
+            shard = ShardId.parse(name)
+            schema = parse_create_table(sql)
+            self.upstream.create(shard, schema)
+            self.producer(shard.source).ddl(shard.db, shard.table, sql, schema)
+        for index, step in enumerate(self.scenario.steps):
+            try:
+                self.step(step)
+            except UpstreamError as e:
+                self.error = f"{self.scenario.path}: step {index + 1}: {e}"
+                failures.append(f"invalid file: {self.error}")
+                invalid = True
+                break
+            if step.expect is not None:
+                failures += check(step.expect, self.observe(), f"step {index + 1}")
+            if self.error is not None:
+                break
+        if self.error is None:
+            self.catch_up()
+        seen = self.observe()
+        if self.scenario.expect is not None:
+            failures += check(self.scenario.expect, seen, "end")
+        expected_error = self.scenario.expect is not None and self.scenario.expect.error is not None
+        if self.error is not None and not expected_error and not any("error" in f for f in failures):
+            failures.append(f"run stopped: {self.error}")
+        failures += self.delta_matches_coordinator(seen)
+        output = {
+            "name": self.scenario.name,
+            "ok": not failures,
+            "engine": "spark",
+            "columns": seen.columns(),
+            "primary_key": list(seen.schema.primary_key) if seen.schema else [],
+            "rows": sorted_rows(seen),
+            "locks": seen.locks,
+            "error": seen.error,
+            "failures": failures,
+        }
+        for p in self.producers.values():
+            p.flush()
+        return ScenarioResult(self.scenario.name, "spark", not failures, output, invalid=invalid)
+
+    def step(self, step: Step) -> None:
+        kind = step.kind
+        if kind == "operator":
+            assert step.operator is not None
+            self.catch_up()
+            StateStore(self.settings.checkpoint).submit(self.prefixed(step.operator))
+            self.heartbeat()
+            return
+        if kind == "expect":
+            self.catch_up()
+            return
+        shard = ShardId.parse(step.shard or "")
+        if kind == "sql":
+            assert step.sql is not None
+            self.upstream.ddl(shard, step.sql)
+            table = self.upstream.tables.get(shard)
+            word = step.sql.strip().split(None, 1)[0].upper()
+            if word == "TRUNCATE":
+                self.producer(shard.source).truncate(shard.db, shard.table)
+            else:
+                self.producer(shard.source).ddl(
+                    shard.db, shard.table, step.sql, table.schema if table else None
+                )
+        else:
+            event = self.upstream_event(shard, step)
+            self.send(event)
+        # Distinct source timestamps keep the global order of the file's steps.
+        time.sleep(0.002)
+
+    def upstream_event(self, shard: ShardId, step: Step) -> RowEvent:
+        if step.insert is not None:
+            return self.upstream.insert(shard, step.insert)
+        if step.update is not None:
+            return self.upstream.update(shard, step.update.key, step.update.set)
+        assert step.delete is not None
+        return self.upstream.delete(shard, step.delete)
+
+    def send(self, e: RowEvent) -> None:
+        op = {"insert": "c", "update": "u", "delete": "d"}[e.op]
+        self.producer(e.shard.source).row(e.shard.db, e.shard.table, op, e.before, e.after, e.schema)
+
+    def heartbeat(self) -> None:
+        """A record that decodes to nothing, so that the next run has a batch to run."""
+        from confluent_kafka import Producer
+
+        p = Producer({"bootstrap.servers": self.s.broker.bootstrap})
+        p.produce(f"{self.run_id}_heartbeat", key=b"hb", value=None)
+        p.flush(30)
+
+    def catch_up(self) -> None:
+        """Run the job until it has read everything produced so far."""
+        if self.error is not None:
+            return
+        for p in self.producers.values():
+            p.flush()
+        from streaming.job import build_query
+
+        query, _ = build_query(self.s.spark, self.settings, available_now=True)
+        try:
+            query.awaitTermination()
+        except Exception as e:  # noqa: BLE001 - the query's failure is the scenario's error
+            self.error = _root_message(e)
+        else:
+            exc = query.exception()
+            if exc is not None:
+                self.error = _root_message(exc)
+
+    # --- observing -----------------------------------------------------------------------------
+
+    def observe(self) -> Observation:
+        latest = StateStore(self.settings.checkpoint).latest()
+        if latest is None:
+            return Observation(None, [], [], self.error)
+        _, data = latest
+        c = restore(data["coordinator"], self.settings.router(), self.settings.target_configs())
+        t = c.targets.get(self.target)
+        schema = t.downstream() if t else None
+        rows: list[dict[str, Any]] = []
+        path = self.settings.table_path(self.target)
+        if schema is not None and Path(path).exists():
+            df = self.s.spark.read.format("delta").load(path)
+            rows = [{k: _py(v) for k, v in r.asDict().items()} for r in df.collect()]
+        locks = []
+        for lock in data.get("locks", []):
+            locks.append(
+                {
+                    "target": lock["target"],
+                    "mode": lock["mode"],
+                    "stage": lock["stage"],
+                    "blocked": [self.local(b) for b in lock["blocked"]],
+                    "pending_ddl": [p["sql"] for p in lock["pending_ddl"]],
+                    **({"conflict": lock["conflict"]} if lock.get("conflict") else {}),
+                }
+            )
+        return Observation(schema, rows, locks, self.error)
+
+    def delta_matches_coordinator(self, seen: Observation) -> list[str]:
+        path = self.settings.table_path(self.target)
+        if seen.schema is None or not Path(path).exists():
+            return []
+        delta_cols = [f.name for f in self.s.spark.read.format("delta").load(path).schema.fields]
+        if sorted(c.lower() for c in delta_cols) != sorted(c.key for c in seen.schema.columns):
+            return [f"Delta columns {delta_cols} differ from the target schema {seen.columns()}"]
+        return []
+
+
+def _py(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return value
+    return value
+
+
+def _root_message(e: BaseException) -> str:
+    text = str(e)
+    for marker in ("ConflictError: ", "ShardMergeError: ", "SinkError: "):
+        if marker in text:
+            return text.split(marker, 1)[1].splitlines()[0]
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def run_spark_files(scenarios: list[Scenario]) -> Iterator[ScenarioResult]:
+    with SparkScenarioSession() as session:
+        for scenario in scenarios:
+            try:
+                yield session.run(scenario)
+            except ShardMergeError as e:
+                yield ScenarioResult(
+                    scenario.name, "spark", False,
+                    {"name": scenario.name, "ok": False, "engine": "spark", "error": str(e),
+                     "failures": [str(e)]},
+                )

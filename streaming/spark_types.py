@@ -1,0 +1,101 @@
+"""MySQL column types in Spark and Delta: the Delta column type of each MySQL type, and the
+Spark SQL expression that turns a row image value (text, as decoded) into it.
+
+Row images are decoded as ``map<string,string>`` (one schema for every shard), so every
+value arrives as text: numbers as their digits, DECIMAL as a decimal string (Debezium's
+``decimal.handling.mode=string``, or decoded from base64), and temporal values in
+Debezium's encodings (``io.debezium.time.Date`` days, ``Timestamp`` ms, ``MicroTimestamp``
+µs, ``ZonedTimestamp`` ISO text).
+"""
+
+from __future__ import annotations
+
+from schemas.model import ColumnType, TableSchema
+
+__all__ = ["delta_type", "value_expr"]
+
+_INT_SIGNED = {
+    "TINYINT": "TINYINT",
+    "SMALLINT": "SMALLINT",
+    "MEDIUMINT": "INT",
+    "INT": "INT",
+    "BIGINT": "BIGINT",
+}
+_INT_UNSIGNED = {
+    "TINYINT": "SMALLINT",
+    "SMALLINT": "INT",
+    "MEDIUMINT": "INT",
+    "INT": "BIGINT",
+    "BIGINT": "DECIMAL(20,0)",
+}
+
+
+def delta_type(t: ColumnType) -> str:
+    """The Spark/Delta SQL type a MySQL column is stored as."""
+    if t.base in _INT_SIGNED:
+        return (_INT_UNSIGNED if t.unsigned else _INT_SIGNED)[t.base]
+    if t.base == "DECIMAL":
+        precision, scale = t.length or 10, t.scale or 0
+        # Spark decimals stop at 38 digits; wider MySQL decimals are kept as text.
+        return f"DECIMAL({precision},{scale})" if precision <= 38 else "STRING"
+    if t.base == "FLOAT":
+        return "FLOAT"
+    if t.base == "DOUBLE":
+        return "DOUBLE"
+    if t.base == "DATE":
+        return "DATE"
+    if t.base == "DATETIME":
+        return "TIMESTAMP_NTZ"
+    if t.base == "TIMESTAMP":
+        return "TIMESTAMP"
+    if t.base == "YEAR":
+        return "INT"
+    if t.base in ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB", "BIT"):
+        return "BINARY"
+    return "STRING"
+
+
+def value_expr(t: ColumnType, text: str) -> str:
+    """A Spark SQL expression converting the text value ``text`` (an expression) to
+    :func:`delta_type` of ``t``."""
+    target = delta_type(t)
+    if t.base == "DATE":
+        return (
+            f"CASE WHEN {text} RLIKE '^-?[0-9]+$' "
+            f"THEN date_add(DATE'1970-01-01', CAST({text} AS INT)) ELSE to_date({text}) END"
+        )
+    if t.base == "DATETIME":
+        micros = (t.length or 0) > 3
+        unit = "timestamp_micros" if micros else "timestamp_millis"
+        return (
+            f"CASE WHEN {text} RLIKE '^-?[0-9]+$' "
+            f"THEN CAST({unit}(CAST({text} AS BIGINT)) AS TIMESTAMP_NTZ) "
+            f"ELSE CAST({text} AS TIMESTAMP_NTZ) END"
+        )
+    if t.base == "TIMESTAMP":
+        return f"CAST({text} AS TIMESTAMP)"
+    if target == "BINARY":
+        return f"unbase64({text})"
+    if target == "STRING":
+        return text
+    return f"CAST({text} AS {target})"
+
+
+def literal_expr(t: ColumnType, sql_literal: str) -> str:
+    """A MySQL literal (a default or the implicit value) as a Spark SQL expression."""
+    if sql_literal.upper() == "NULL":
+        return f"CAST(NULL AS {delta_type(t)})"
+    if sql_literal.upper().startswith("CURRENT_TIMESTAMP"):
+        return f"CAST(current_timestamp() AS {delta_type(t)})"
+    text = sql_literal
+    if t.base in ("DATE", "DATETIME", "TIMESTAMP") and text.strip("'").startswith("0000-00-00"):
+        # MySQL's zero date has no Spark value: NULL is the closest honest value.
+        return f"CAST(NULL AS {delta_type(t)})"
+    if not (text.startswith("'") and text.endswith("'")):
+        text = "'" + text.replace("'", "\\'") + "'"
+    return value_expr(t, text)
+
+
+def schema_ddl(schema: TableSchema) -> str:
+    """The column list of a CREATE TABLE for Delta: ``id INT, a STRING, ...``."""
+    return ", ".join(f"`{c.name}` {delta_type(c.type)}" for c in schema.columns)
