@@ -1,9 +1,9 @@
 """Rate of the Debezium JSON producer: a sharded workload pushed to a local broker.
 
 Starts a throw-away broker (``streaming.kafka_local``) in a temp dir, then sends
-``--shards`` x ``--rows`` row changes (plus their tombstones and the DDL) with
-:class:`streaming.producer.DebeziumProducer`, and prints records/s for building only
-(no Kafka) and for building and sending, flush included.
+``--shards`` x ``--rows`` row changes (plus their tombstones and the DDL), and prints
+records/s for building only (no Kafka), then for ``shardmerge produce`` (building and
+sending, flush included).
 
     .venv/bin/python benchmarks/producer_rate.py [--shards 16] [--rows 62500] [--schemas-enable]
 """
@@ -18,7 +18,7 @@ import uuid
 
 from streaming.events.debezium_build import DebeziumBuilder
 from streaming.kafka_local import running
-from streaming.producer import DebeziumProducer, send_workload
+from streaming.producer import cli_main
 from streaming.workload import sharded_workload
 
 DDL = {0.3: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)"}
@@ -41,21 +41,15 @@ def main() -> None:
             n += 1
     built = time.monotonic() - start
 
-    with tempfile.TemporaryDirectory() as tmp, running("bench", tmp) as broker:
-        producer = DebeziumProducer(
-            broker.bootstrap, f"bench{uuid.uuid4().hex[:8]}", schemas_enable=args.schemas_enable
-        )
-        start = time.monotonic()
-        events = send_workload(producer, sharded_workload(args.shards, args.rows, ddl_at=DDL))
-        producer.flush()
-        sent = time.monotonic() - start
-
     print(f"{platform.processor() or platform.machine()}, python {platform.python_version()}")
-    print(f"workload: {args.shards} shards x {args.rows:,} rows = {events:,} events")
-    print("| step | records | seconds | records/s |")
-    print("|---|---:|---:|---:|")
-    print(f"| build only | {n:,} | {built:.1f} | {n / built:,.0f} |")
-    print(f"| build + send + flush | {producer.sent:,} | {sent:.1f} | {producer.sent / sent:,.0f} |")
+    print(f"build only (no Kafka): {n:,} records in {built:.1f}s = {n / built:,.0f} records/s")
+    with tempfile.TemporaryDirectory() as tmp, running("bench", tmp) as broker:
+        argv = ["--bootstrap", broker.bootstrap, "--source", f"bench{uuid.uuid4().hex[:8]}",
+                "--shards", str(args.shards), "--rows", str(args.rows)]  # fmt: skip
+        argv += [f"--ddl={f}:{sql}" for f, sql in DDL.items()]
+        argv += ["--schemas-enable"] if args.schemas_enable else []
+        print("build + send + flush (shardmerge produce):", flush=True)
+        cli_main(argv)
 
 
 if __name__ == "__main__":

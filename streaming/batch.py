@@ -50,7 +50,7 @@ from coordinator.state import restore, snapshot
 from streaming.config import Settings
 from streaming.delta_sink import APP_ID, DeltaSink
 from streaming.events.contract import EVENT_SCHEMA
-from streaming.rows import project_actions
+from streaming.rows import merge_source, project_actions
 from streaming.state_store import StateStore
 
 __all__ = ["BatchProcessor", "Stats"]
@@ -67,8 +67,13 @@ STASH_COLUMNS = [f.name for f in EVENT_SCHEMA.fields]
 
 def position_of(row: Any) -> list[Any]:
     """A JSON-able position that orders like ORDER_KEY."""
-    return [row["pos_file"] or "", row["pos"] if row["pos"] is not None else -1,
-            row["pos_row"] if row["pos_row"] is not None else -1, row["ts_ms"] or 0, row["offset"]]
+    return [
+        row["pos_file"] or "",
+        row["pos"] if row["pos"] is not None else -1,
+        row["pos_row"] if row["pos_row"] is not None else -1,
+        row["ts_ms"] or 0,
+        row["offset"],
+    ]
 
 
 def position_sql(position: list[Any]) -> str:
@@ -129,7 +134,10 @@ class BatchProcessor:
 class _Batch:
     def __init__(self, p: BatchProcessor, df: DataFrame, batch_id: int) -> None:
         self.p = p
-        self.spark = p.spark
+        # foreachBatch hands a DataFrame of a cloned session: temp views, SQL and the
+        # transaction confs must all use that session.
+        self.spark = df.sparkSession
+        self.sink = DeltaSink(self.spark)
         self.df = df
         self.batch = batch_id
         self.slot = 0
@@ -149,7 +157,8 @@ class _Batch:
                 self.stats.command_errors.append(f"{cmd['words']}: {e}")
                 log.error("operator command %r failed: %s", cmd["words"], e)
             applied.add(cmd["id"])
-        # 3. decode
+        # 3. decode (the batch is read from Kafka once)
+        self.df = self.df.persist()
         events = self.events = self.decode_all().persist()
         try:
             # 4. control events
@@ -173,6 +182,7 @@ class _Batch:
                     self.control(controls[j])
         finally:
             events.unpersist()
+            self.df.unpersist()
         # 7. persist
         self.p.store.save(
             self.batch,
@@ -241,8 +251,17 @@ class _Batch:
             st = self.c.shard_state(shard)
             since[shard] = st.pending[0].position if st is not None and st.held else None
         table = [
-            (s.source, s.db, s.table, r.action, str(r.target) if r.target else None, r.version,
-             r.project, json.dumps(since[s]) if since[s] else None, r.reason)
+            (
+                s.source,
+                s.db,
+                s.table,
+                r.action,
+                str(r.target) if r.target else None,
+                r.version,
+                r.project,
+                json.dumps(since[s]) if since[s] else None,
+                r.reason,
+            )
             for s, r in routes.items()
         ]
         rdf = self.spark.createDataFrame(
@@ -266,8 +285,12 @@ class _Batch:
                 self.write_target(target, free.filter(F.col("_target") == str(target)))
         if any(r.action == "hold" for r in routes.values()):
             self.append(
-                stash.select(*STASH_COLUMNS, F.col("_target").alias("target"),
-                             F.col("_version").alias("version"), F.lit(self.batch).alias("batch")),
+                stash.select(
+                    *STASH_COLUMNS,
+                    F.col("_target").alias("target"),
+                    F.col("_version").alias("version"),
+                    F.lit(self.batch).alias("batch"),
+                ),
                 self.p.stash_path,
                 count="held",
             )
@@ -283,13 +306,20 @@ class _Batch:
         t = self.c.targets[target]
         schema = t.downstream()
         assert schema is not None
-        src, bad = project_actions(rows, schema, t.extract, project_all)
-        self.dead_letter_events(bad, None)
-        slot = self.next_version()
-        self.p.sink.merge(
-            self.p.settings.table_path(target), src, list(schema.primary_key) or list(schema.column_names()),
-            list(schema.column_names()), slot,
-        )
+        projected = project_actions(rows, schema, t.extract, project_all).persist()
+        try:
+            self.dead_letter_events(projected.filter("_reason IS NOT NULL"), None)
+            src = merge_source(projected.filter("_reason IS NULL"), schema)
+            slot = self.next_version()
+            self.sink.merge(
+                self.p.settings.table_path(target),
+                src,
+                list(schema.primary_key) or list(schema.column_names()),
+                list(schema.column_names()),
+                slot,
+            )
+        finally:
+            projected.unpersist()
         return 0
 
     # --- step 6: control events and decisions -------------------------------------------------
@@ -313,13 +343,15 @@ class _Batch:
         for d in decisions:
             match d:
                 case CreateTarget():
-                    self.p.sink.create(self.p.settings.table_path(d.target), d.schema)
+                    self.sink.create(self.p.settings.table_path(d.target), d.schema)
                 case ApplyDDL():
-                    self.p.sink.alter(self.p.settings.table_path(d.target), d)
+                    self.sink.alter(self.p.settings.table_path(d.target), d)
                     self.stats.downstream_ddl.append(d.statement)
                 case Truncate():
                     where = " AND ".join(f"`{k}` = {sql_str(v)}" for k, v in d.match) or "true"
-                    self.p.sink.delete(self.p.settings.table_path(d.target), where, self.next_version())
+                    self.sink.delete(
+                        self.p.settings.table_path(d.target), where, self.next_version()
+                    )
                 case Hold():
                     pass  # rows from its position on are stashed by write_rows
                 case Release():
@@ -328,11 +360,12 @@ class _Batch:
     def release(self, d: Release) -> None:
         pred = (
             f"target = {sql_str(str(d.target))} AND source = {sql_str(d.shard.source)} AND "
-            f"db = {sql_str(d.shard.db)} AND tbl = {sql_str(d.shard.table)} AND version = {d.version}"
+            f"db = {sql_str(d.shard.db)} AND tbl = {sql_str(d.shard.table)} "
+            f"AND version = {d.version}"
         )
         if d.until is not None:
             pred += f" AND {ORDER_KEY} < {position_sql(d.until)}"
-        if not self.p.sink.exists(self.p.stash_path):
+        if not self.sink.exists(self.p.stash_path):
             self.next_version()
             self.next_version()
             return
@@ -341,8 +374,10 @@ class _Batch:
         try:
             n = held.count()
             self.stats.replayed += n
-            self.write_target(d.target, held.withColumn("_project", F.lit(d.project)), project_all=d.project)
-            self.p.sink.delete(self.p.stash_path, pred, self.next_version())
+            self.write_target(
+                d.target, held.withColumn("_project", F.lit(d.project)), project_all=d.project
+            )
+            self.sink.delete(self.p.stash_path, pred, self.next_version())
         finally:
             held.unpersist()
 
@@ -353,10 +388,16 @@ class _Batch:
         return self.batch * SLOTS_PER_BATCH + self.slot
 
     def append(self, df: DataFrame, path: str, count: str | None = None) -> None:
+        """Append with this write slot's transaction version; an empty frame writes nothing
+        (the slot is used all the same, so slot numbers do not depend on data)."""
         version = self.next_version()
+        if df.isEmpty():
+            return
         (
-            df.write.format("delta").mode("append")
-            .option("txnAppId", APP_ID).option("txnVersion", version)
+            df.write.format("delta")
+            .mode("append")
+            .option("txnAppId", APP_ID)
+            .option("txnVersion", version)
             .option("mergeSchema", "true")
             .save(path)
         )
@@ -365,10 +406,14 @@ class _Batch:
         """Rows that cannot be written go to the dead-letter table with the reason."""
         reason_col = F.lit(reason) if reason is not None else F.col("_reason")
         out = bad.select(
-            F.col("topic"), F.col("partition"), F.col("offset"),
+            F.col("topic"),
+            F.col("partition"),
+            F.col("offset"),
             F.lit(None).cast("binary").alias("key"),
             F.to_json(F.struct(*[F.col(c) for c in STASH_COLUMNS])).cast("binary").alias("value"),
-            F.col("format"), reason_col.alias("reason"), F.current_timestamp().alias("seen_at"),
+            F.col("format"),
+            reason_col.alias("reason"),
+            F.current_timestamp().alias("seen_at"),
         )
         self.append(out, self.p.settings.dead_letters())
 
@@ -384,4 +429,3 @@ def _lock_json(v: Any) -> dict[str, Any]:
         "shards": v.shards,
         "columns": {c.name: c.type.type_sql() for c in v.schema.columns} if v.schema else {},
     }
-

@@ -1,8 +1,10 @@
 """The ``shardmerge`` command line.
 
-Verbs: ``scenario run`` (run scenario files on an engine), ``kafka start|stop|status``
-(a local broker for development and tests). Human-readable progress goes to stderr;
-machine-readable results to stdout.
+Verbs: ``run`` (the streaming job), ``locks`` and ``unlock`` (operate a running job's
+shard DDL locks), ``demo`` (the embedded default: local Kafka, a sharded workload with a
+DDL rollout, Delta), ``scenario run`` (scenario files on an engine), ``produce`` (a
+sharded Debezium workload to Kafka), ``kafka start|stop|status`` (a local broker).
+Human-readable progress goes to stderr; machine-readable results to stdout.
 """
 
 from __future__ import annotations
@@ -27,13 +29,72 @@ def _scenario_run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _kafka(args: argparse.Namespace) -> int:
-    from streaming.kafka_local import cli_main
+def _run(args: argparse.Namespace) -> int:
+    import logging
 
-    return cli_main(args.kafka_args)
+    from streaming.config import load_settings
+    from streaming.job import run
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    run(load_settings(args.config), available_now=args.available_now)
+    return 0
+
+
+def _locks(args: argparse.Namespace) -> int:
+    from streaming.config import load_settings
+    from streaming.state_store import StateStore
+
+    store = StateStore(load_settings(args.config).checkpoint)
+    latest = store.latest()
+    if latest is None:
+        print("no batch has run yet: no locks", file=sys.stderr)
+        return 0
+    batch, data = latest
+    if args.json:
+        print(json.dumps({"batch": batch, "locks": data["locks"], "stats": data["stats"]}))
+        return 0
+    print(f"after batch {batch}:")
+    print(f"{'target':24} {'mode':12} {'stage':9} {'shards':>6}  held shards / pending DDL")
+    for lock in data["locks"]:
+        print(
+            f"{lock['target']:24} {lock['mode']:12} {lock['stage']:9} {lock['shards']:>6}  "
+            + (", ".join(lock["blocked"]) or "-")
+        )
+        for pending in lock["pending_ddl"]:
+            print(f"{'':55}{pending['shard']}: {pending['sql']}")
+        if lock.get("conflict"):
+            print(f"{'':55}conflict: {lock['conflict']}")
+    waiting = [c["words"] for c in store.inbox()]
+    if waiting:
+        print("commands waiting for the next batch: " + "; ".join(waiting))
+    return 0
+
+
+def _unlock(args: argparse.Namespace) -> int:
+    from coordinator.commands import command_from_args
+    from streaming.config import load_settings
+    from streaming.state_store import StateStore
+
+    command = command_from_args(args)
+    store = StateStore(load_settings(args.config).checkpoint)
+    command_id = store.submit(command.words())
+    print(f"queued {command.words()!r} ({command_id}); it takes effect at the next micro-batch")
+    return 0
+
+
+def _forward(module: str) -> object:
+    def call(args: argparse.Namespace) -> int:
+        import importlib
+
+        code: int = importlib.import_module(module).cli_main(args.rest)
+        return code
+
+    return call
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from coordinator.commands import add_unlock_arguments
+
     parser = argparse.ArgumentParser(
         prog="shardmerge",
         description="Merge sharded MySQL tables from CDC events into one table, "
@@ -41,34 +102,73 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verbs = parser.add_subparsers(dest="verb", required=True)
 
+    run = verbs.add_parser("run", help="run the streaming job (Kafka -> Delta)")
+    run.add_argument("--config", required=True, help="the job's YAML settings file")
+    run.add_argument(
+        "--available-now", action="store_true", help="process what is in Kafka now, then stop"
+    )
+    run.set_defaults(func=_run)
+
+    locks = verbs.add_parser("locks", help="show each target's lock: stage, held shards, DDL")
+    locks.add_argument("--config", required=True)
+    locks.add_argument("--json", action="store_true", help="machine-readable output")
+    locks.set_defaults(func=_locks)
+
+    unlock = verbs.add_parser(
+        "unlock", help="skip, execute or replace a held shard's DDL, or force-remove a lock"
+    )
+    unlock.add_argument("--config", required=True)
+    add_unlock_arguments(unlock)
+    unlock.set_defaults(func=_unlock)
+
+    demo = verbs.add_parser(
+        "demo", help="the embedded default: local Kafka, a sharded workload, Delta", add_help=False
+    )
+    demo.add_argument("rest", nargs=argparse.REMAINDER)
+    demo.set_defaults(func=_forward("streaming.demo"))
+
     scenario = verbs.add_parser("scenario", help="scenario files: the test-case language")
     scenario_verbs = scenario.add_subparsers(dest="scenario_verb", required=True)
-    run = scenario_verbs.add_parser(
+    srun = scenario_verbs.add_parser(
         "run",
         help="run scenario files; one JSON object per file on stdout; exit 0 all passed, "
         "1 one failed, 2 a file is invalid",
     )
-    run.add_argument("files", nargs="+", metavar="FILE", help="scenario YAML files")
-    run.add_argument(
+    srun.add_argument("files", nargs="+", metavar="FILE", help="scenario YAML files")
+    srun.add_argument(
         "--engine",
         default="memory",
         choices=["memory", "spark"],
         help="memory: in-process, no Kafka or Spark (default); spark: real Kafka broker, "
         "the streaming job with AvailableNow, a Delta table",
     )
-    run.set_defaults(func=_scenario_run)
+    srun.set_defaults(func=_scenario_run)
+
+    produce = verbs.add_parser(
+        "produce", help="write a sharded Debezium workload to Kafka", add_help=False
+    )
+    produce.add_argument("rest", nargs=argparse.REMAINDER)
+    produce.set_defaults(func=_forward("streaming.producer"))
 
     kafka = verbs.add_parser(
-        "kafka", help="a local Kafka broker (KRaft) for development: start|stop|status"
+        "kafka",
+        help="a local Kafka broker (KRaft) for development: start|stop|status",
+        add_help=False,
     )
-    kafka.add_argument("kafka_args", nargs=argparse.REMAINDER)
-    kafka.set_defaults(func=_kafka)
+    kafka.add_argument("rest", nargs=argparse.REMAINDER)
+    kafka.set_defaults(func=_forward("streaming.kafka_local"))
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    from schemas.errors import ShardMergeError
+
     args = build_parser().parse_args(argv)
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except ShardMergeError as e:
+        print(f"shardmerge: {e}", file=sys.stderr)
+        return 2
     return code
 
 

@@ -153,7 +153,9 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for k, v in over.items():
-        merged[k] = _merge(merged[k], v) if isinstance(v, dict) and isinstance(merged.get(k), dict) else v
+        merged[k] = (
+            _merge(merged[k], v) if isinstance(v, dict) and isinstance(merged.get(k), dict) else v
+        )
     return merged
 
 

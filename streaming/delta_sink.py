@@ -79,7 +79,7 @@ class DeltaSink:
         try:
             self.spark.sql(f"DESCRIBE DETAIL {self.table(path)}").collect()
             return True
-        except Exception:  # noqa: BLE001 - Spark reports a missing table in several ways
+        except Exception:
             return False
 
     def create(self, path: str, schema: TableSchema) -> None:
@@ -104,7 +104,11 @@ class DeltaSink:
                     if column.key not in have:
                         where = ""
                         if position is not None:
-                            where = " FIRST" if position.after is None else f" AFTER {q(position.after)}"
+                            where = (
+                                " FIRST"
+                                if position.after is None
+                                else f" AFTER {q(position.after)}"
+                            )
                         self.spark.sql(
                             f"ALTER TABLE {table} ADD COLUMNS ({q(column.name)} "
                             f"{delta_type(column.type)}{where})"
@@ -143,7 +147,9 @@ class DeltaSink:
             "create it with the new type (or copy it with a cast), then restart"
         )
 
-    def merge(self, path: str, src: DataFrame, key: list[str], columns: list[str], version: int) -> None:
+    def merge(
+        self, path: str, src: DataFrame, key: list[str], columns: list[str], version: int
+    ) -> None:
         """Upsert/delete the latest action per key (``_action`` 'u' or 'd')."""
         view = f"shardmerge_src_{abs(hash((path, version)))}"
         src.createOrReplaceTempView(view)

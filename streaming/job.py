@@ -34,6 +34,8 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
             # CDC must never skip data silently: a gap is an error.
             .option("failOnDataLoss", "true")
             .option("includeHeaders", "true")
+            # New shard tables bring new topics: notice them within seconds, not minutes.
+            .option("kafka.metadata.max.age.ms", "5000")
         )
         if source.pattern:
             reader = reader.option("subscribePattern", source.pattern)
@@ -62,13 +64,17 @@ def build_query(
         .option("checkpointLocation", str(Path(settings.checkpoint) / "spark"))
         .queryName("shardmerge")
     )
-    writer = writer.trigger(availableNow=True) if available_now else writer.trigger(
-        processingTime=settings.trigger_interval
+    writer = (
+        writer.trigger(availableNow=True)
+        if available_now
+        else writer.trigger(processingTime=settings.trigger_interval)
     )
     return writer.start(), processor
 
 
-def run(settings: Settings, *, available_now: bool = False, spark: SparkSession | None = None) -> None:
+def run(
+    settings: Settings, *, available_now: bool = False, spark: SparkSession | None = None
+) -> None:
     if spark is None:
         from streaming.spark_session import build_spark
 

@@ -13,10 +13,10 @@ import json
 import sys
 import time
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from schemas.errors import ShardMergeError
 from schemas.model import TableSchema
@@ -61,7 +61,7 @@ class DebeziumProducer:
         )
         self.source, self.partitions_hint = source, partitions_hint
         self.sent = self.delivered = 0
-        self._config = {"bootstrap.servers": bootstrap}
+        self._config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
         self._producer = Producer(
             {
                 **self._config,
@@ -110,16 +110,14 @@ class DebeziumProducer:
 
     def _send(self, record: Record) -> None:
         topic, key, value, headers = record
+        headers = cast(Any, headers)  # librdkafka takes (str, bytes | None) pairs
         if topic not in self._topics:
             self._ensure_topic(topic, 1 if topic == self.source else self.partitions_hint)
         while True:
             try:
-                if headers:
-                    self._producer.produce(
-                        topic, value, key, headers=headers, on_delivery=self._delivered
-                    )
-                else:
-                    self._producer.produce(topic, value, key, on_delivery=self._delivered)
+                self._producer.produce(
+                    topic, value, key, headers=headers or None, on_delivery=self._delivered
+                )
                 break
             except BufferError:  # the local queue is full: let librdkafka send
                 self._producer.poll(0.05)

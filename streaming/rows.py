@@ -20,7 +20,7 @@ from coordinator.routing import Extract
 from schemas.model import TableSchema
 from streaming.spark_types import literal_expr, value_expr
 
-__all__ = ["project_actions"]
+__all__ = ["merge_source", "project_actions"]
 
 
 def _lit(name: str) -> str:
@@ -29,9 +29,10 @@ def _lit(name: str) -> str:
 
 def project_actions(
     rows: DataFrame, schema: TableSchema, extract: Extract, project_all: bool = False
-) -> tuple[DataFrame, DataFrame]:
-    """(MERGE source with the downstream columns and ``_action``, rows that cannot be
-    written with ``_reason``)."""
+) -> DataFrame:
+    """Every event's key actions, projected onto the downstream columns, with
+    ``_action``, ``_okey``, ``_sub`` and ``_reason`` (not null: the action cannot be
+    written, and why); the event's own columns are kept for the dead letters."""
     extra = {
         (extract.source_column or "").lower(): "source",
         (extract.db_column or "").lower(): "db",
@@ -48,9 +49,12 @@ def project_actions(
     )
     if "_project" not in df.columns:
         df = df.withColumn("_project", F.lit(project_all))
-    key_changed = " OR ".join(
-        f"NOT (_before[{_lit(k.lower())}] <=> _after[{_lit(k.lower())}])" for k in upstream_key
-    ) or "false"
+    key_changed = (
+        " OR ".join(
+            f"NOT (_before[{_lit(k.lower())}] <=> _after[{_lit(k.lower())}])" for k in upstream_key
+        )
+        or "false"
+    )
     df = df.withColumn(
         "_acts",
         F.expr(
@@ -62,26 +66,19 @@ def project_actions(
         ),
     )
     df = df.withColumn("_act", F.explode("_acts")).drop("_acts")
+    unknown = f"array_join(filter(map_keys(_act.img), k -> NOT array_contains({known}, k)), ', ')"
     df = df.withColumn(
-        "_unknown",
-        F.expr(f"array_join(filter(map_keys(_act.img), k -> NOT array_contains({known}, k)), ', ')"),
-    )
-    bad = df.filter("_act.a = 'u' AND _unknown <> '' AND NOT _project").withColumn(
         "_reason",
-        F.concat(
-            F.lit("row of shard "),
-            F.concat_ws(".", "source", "db", "tbl"),
-            F.lit(" has column(s) "),
-            F.col("_unknown"),
-            F.lit(" that the target lacks"),
+        F.expr(
+            f"CASE WHEN _act.a = 'u' AND NOT _project AND {unknown} <> '' THEN "
+            "concat('row of shard ', source, '.', db, '.', tbl, ' has column(s) ', "
+            f"{unknown}, ' that the target lacks') END"
         ),
     )
-    good = df.filter("NOT (_act.a = 'u' AND _unknown <> '' AND NOT _project)")
-
     projected = []
     for col in schema.columns:
         if col.key in extra:
-            projected.append(F.col(extra[col.key]).alias(col.name))
+            projected.append(F.col(extra[col.key]).alias(f"_c_{col.key}"))
             continue
         got = f"_act.img[{_lit(col.key)}]"
         fill = literal_expr(col.type, col.fill_sql())
@@ -89,21 +86,28 @@ def project_actions(
             F.expr(
                 f"CASE WHEN map_contains_key(_act.img, {_lit(col.key)}) "
                 f"THEN {value_expr(col.type, got)} ELSE {fill} END"
-            ).alias(col.name)
+            ).alias(f"_c_{col.key}")
         )
-    key_names = list(schema.primary_key) or list(schema.column_names())
-    src = good.select(
+    keep = [c for c in rows.columns if not c.startswith("_") or c == "_okey"]
+    return df.select(
+        *keep,
         *projected,
         F.col("_act.a").alias("_action"),
-        F.col("_okey"),
         F.col("_act.sub").alias("_sub"),
+        F.col("_reason"),
     )
+
+
+def merge_source(projected: DataFrame, schema: TableSchema) -> DataFrame:
+    """The MERGE source: downstream columns and ``_action``, the last action per key."""
+    cols = [F.col(f"_c_{c.key}").alias(c.name) for c in schema.columns]
+    src = projected.select(*cols, "_action", "_okey", "_sub")
+    key_names = list(schema.primary_key) or list(schema.column_names())
     latest = Window.partitionBy(*[F.col(f"`{k}`") for k in key_names]).orderBy(
         F.col("_okey").desc(), F.col("_sub").desc()
     )
-    src = (
+    return (
         src.withColumn("_rn", F.row_number().over(latest))
         .filter("_rn = 1")
         .drop("_rn", "_okey", "_sub")
     )
-    return src, bad

@@ -50,7 +50,9 @@ class StateStore:
         earlier = [b for b in self._states() if b < batch]
         if not earlier:
             return None
-        data: dict[str, Any] = json.loads((self.root / "state" / f"{earlier[-1]:012d}.json").read_text())
+        data: dict[str, Any] = json.loads(
+            (self.root / "state" / f"{earlier[-1]:012d}.json").read_text()
+        )
         return data
 
     def latest(self) -> tuple[int, dict[str, Any]] | None:
@@ -68,7 +70,9 @@ class StateStore:
 
     def submit(self, words: str) -> str:
         command_id = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
-        _write_atomic(self.root / "commands" / f"{command_id}.json", {"id": command_id, "words": words})
+        _write_atomic(
+            self.root / "commands" / f"{command_id}.json", {"id": command_id, "words": words}
+        )
         return command_id
 
     def inbox(self) -> list[dict[str, str]]:

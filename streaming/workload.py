@@ -8,10 +8,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from schemas import apply, parse_create_table, parse_ddl
 from schemas.changes import AlterTable, ChangeColumn, RenameColumn
@@ -29,10 +29,11 @@ STATUSES = ("NEW", "PAID", "SHIPPED", "DONE", "CANCELLED")
 # rollout over all shards spans STAGGER of the workload, the way an operator's runs do.
 STAGGER = 0.05
 _START = dt.datetime(2024, 1, 1)
+# A column's value maker: (column name, (rng.random, row id) -> value).
+Faker = tuple[str, Callable[[Callable[[], float], int], Any]]
 
 
-@dataclass(frozen=True)
-class WorkloadEvent:
+class WorkloadEvent(NamedTuple):
     """One upstream change: a row change (``kind="row"``) or a DDL statement."""
 
     kind: Literal["row", "ddl"]
@@ -61,6 +62,10 @@ class _Shard:
     done: int = 0
     rows: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
     live: list[int] = dataclasses.field(default_factory=list)
+    fakers: list[Faker] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.fakers = [(c.name, _faker(c)) for c in self.schema.columns]
 
 
 def sharded_workload(
@@ -100,23 +105,26 @@ def sharded_workload(
 
 
 def _row(shard: _Shard, rng: random.Random) -> WorkloadEvent:
-    r = rng.random()
+    rand = rng.random
+    r = rand()
     schema = shard.schema
     if not shard.live or r < 0.6:
         row_id = shard.next_id
         shard.next_id += 1
-        row = {c.name: _fake(c, rng, row_id) for c in schema.columns}
+        row = {name: fake(rand, row_id) for name, fake in shard.fakers}
         row["id"] = row_id
         shard.rows[row_id] = row
         shard.live.append(row_id)
         return WorkloadEvent("row", shard.db, shard.table, schema, "c", None, row)
-    k = rng.randrange(len(shard.live))
+    k = int(rand() * len(shard.live))
     row_id = shard.live[k]
     before = shard.rows[row_id]
     if r < 0.85:
         after = dict(before)
-        for col in rng.sample(schema.columns[1:], min(2, len(schema.columns) - 1)):
-            after[col.name] = _fake(col, rng, row_id)
+        fakers = shard.fakers
+        for _ in range(2):  # one or two columns (the same one twice is fine)
+            name, fake = fakers[1 + int(rand() * (len(fakers) - 1))]
+            after[name] = fake(rand, row_id)
         shard.rows[row_id] = after
         return WorkloadEvent("row", shard.db, shard.table, schema, "u", before, after)
     shard.live[k] = shard.live[-1]
@@ -131,6 +139,7 @@ def _run_ddl(shard: _Shard, statement: str) -> WorkloadEvent:
         shard.schema = apply(change, shard.schema)
         if isinstance(change, AlterTable):
             _migrate(shard, old, change)
+    shard.fakers = [(c.name, _faker(c)) for c in shard.schema.columns]
     return WorkloadEvent("ddl", shard.db, shard.table, shard.schema, statement=statement)
 
 
@@ -153,21 +162,25 @@ def _migrate(shard: _Shard, old: TableSchema, change: AlterTable) -> None:
         }
 
 
-def _fake(col: Column, rng: random.Random, n: int) -> Any:
+def _faker(col: Column) -> Callable[[Callable[[], float], int], Any]:
+    """A function ``(rand, row id) -> value`` for the column; ``rand`` is ``rng.random``,
+    the cheapest draw (the workload must outrun the producer)."""
     t = col.type.base
     if col.key == "status":
-        return rng.choice(STATUSES)
+        return lambda rand, n: STATUSES[int(rand() * len(STATUSES))]
     if t in ("TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT"):
-        return rng.randrange(1, 100 if t == "TINYINT" else 100_000)
+        top = 100 if t == "TINYINT" else 100_000
+        return lambda rand, n: 1 + int(rand() * top)
     if t == "DECIMAL":
-        return Decimal(rng.randrange(100, 1_000_000)).scaleb(-(col.type.scale or 0))
+        exp = -(col.type.scale or 0)
+        return lambda rand, n: Decimal(100 + int(rand() * 999_900)).scaleb(exp)
     if t in ("FLOAT", "DOUBLE"):
-        return round(rng.random() * 1000, 3)
+        return lambda rand, n: round(rand() * 1000, 3)
     if t in ("DATETIME", "TIMESTAMP"):
-        return _START + dt.timedelta(seconds=n % 10_000_000, milliseconds=rng.randrange(1000))
+        return lambda rand, n: _START + dt.timedelta(seconds=n % 10_000_000, milliseconds=n % 997)
     if t == "DATE":
-        return (_START + dt.timedelta(days=n % 3650)).date()
+        return lambda rand, n: (_START + dt.timedelta(days=n % 3650)).date()
     if t in ("CHAR", "VARCHAR") or t.endswith("TEXT"):
-        width = min(col.type.length or 32, 24)
-        return f"{col.name}-{n}"[:width]
-    return None
+        width, name = min(col.type.length or 32, 24), col.name
+        return lambda rand, n: f"{name}-{n}"[:width]
+    return lambda rand, n: None

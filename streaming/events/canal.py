@@ -26,11 +26,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from streaming.events._common import DecodeError, fingerprint, validate
-from streaming.events.contract import ShardEvent
+from streaming.events.contract import Op, ShardEvent
 
 __all__ = ["CanalMessage", "canal_value", "decode_canal"]
 
-DML_OPS = {"INSERT": "c", "UPDATE": "u", "DELETE": "d"}
+DML_OPS: dict[str, Op] = {"INSERT": "c", "UPDATE": "u", "DELETE": "d"}
 INT_TYPES = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint")
 FLOAT_TYPES = ("float", "double", "real", "double precision")
 DECIMAL_TYPES = ("decimal", "numeric", "dec", "fixed")
@@ -96,7 +96,8 @@ def decode_canal(
     events = []
     for i, raw in enumerate(msg.data):
         row = _convert(raw, types, f"data[{i}]")
-        before, after = None, row
+        before: dict[str, Any] | None = None
+        after: dict[str, Any] | None = row
         if kind == "UPDATE":
             before = {**row, **_convert(old[i], types, f"old[{i}]")}
         elif kind == "DELETE":
@@ -107,7 +108,7 @@ def decode_canal(
                 tbl=tbl,
                 op=DML_OPS[kind],
                 before=before,
-                after=after,  # type: ignore[arg-type]
+                after=after,
                 pos_row=i,
                 schema_fp=fp,
             )

@@ -185,7 +185,7 @@ def _datetime(v: Any) -> dt.datetime:
 def _date(v: Any) -> dt.date:
     if isinstance(v, str):
         return dt.date.fromisoformat(v)
-    return v.date() if isinstance(v, dt.datetime) else v  # type: ignore[no-any-return]
+    return v.date() if isinstance(v, dt.datetime) else v
 
 
 def _zoned(v: Any) -> str:

@@ -68,6 +68,8 @@ _CHANGE_KEY_SCHEMA = (
     '"fields":[{"type":"string","optional":false,"field":"databaseName"}]}'
 )
 Headers = list[tuple[str, bytes | None]]
+# One encoder, made once: json.dumps with arguments builds a new one per call.
+_compact = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class Record(NamedTuple):
@@ -312,12 +314,12 @@ class DebeziumBuilder:
                 v = row.get(name)
                 if v is not None:
                     row[name] = conv(v)
-        return json.dumps(row, separators=(",", ":"))
+        return _compact(row)
 
     def _key(self, t: _Table, row: dict[str, Any] | None) -> bytes | None:
         if not t.pk or row is None:
             return None
-        text = json.dumps({c: row.get(c) for c in t.pk}, separators=(",", ":"))
+        text = _compact({c: row.get(c) for c in t.pk})
         return (t.key_prefix + text + "}" if t.key_prefix else text).encode()
 
     def _data(

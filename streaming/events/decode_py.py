@@ -52,16 +52,24 @@ def decode_record(
         raise ValueError(f"{fmt} records carry no source id: configure one for topic {topic!r}")
     if value is None:
         return []
-    where = {"topic": topic, "partition": partition, "offset": offset}
     try:
         obj = _parse(value, fmt)
         if fmt == "debezium":
-            return decode_debezium(obj, source=source, **where)
-        if fmt == "canal":
-            return decode_canal(obj, source=source or "", **where)
-        return decode_maxwell(obj, source=source or "", **where)
+            return decode_debezium(
+                obj, source=source, topic=topic, partition=partition, offset=offset
+            )
+        decode = decode_canal if fmt == "canal" else decode_maxwell
+        return decode(obj, source=source or "", topic=topic, partition=partition, offset=offset)
     except DecodeError as exc:
-        return DeadLetter(**where, key=key, value=value, format=fmt, reason=exc.reason)
+        return DeadLetter(
+            topic=topic,
+            partition=partition,
+            offset=offset,
+            key=key,
+            value=value,
+            format=fmt,
+            reason=exc.reason,
+        )
 
 
 def _parse(value: bytes, fmt: Format) -> Any:

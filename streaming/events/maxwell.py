@@ -27,11 +27,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from streaming.events._common import DecodeError, validate
-from streaming.events.contract import ShardEvent
+from streaming.events.contract import Op, ShardEvent
 
 __all__ = ["MaxwellMessage", "decode_maxwell"]
 
-DML_OPS = {"insert": "c", "update": "u", "delete": "d", "bootstrap-insert": "r"}
+DML_OPS: dict[str, Op] = {"insert": "c", "update": "u", "delete": "d", "bootstrap-insert": "r"}
 MARKERS = ("bootstrap-start", "bootstrap-complete")
 DDL_TYPES = tuple(f"{k}-{a}" for k in ("database", "table") for a in ("create", "alter", "drop"))
 SECONDS_BELOW = 10**11
@@ -94,7 +94,8 @@ def decode_maxwell(
         raise DecodeError("missing table", "table")
     if msg.data is None:
         raise DecodeError(f'missing data for "{msg.type}"', "data")
-    before, after = None, msg.data
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = msg.data
     if op == "u":
         before = {**msg.data, **(msg.old or {})}
     elif op == "d":
@@ -105,7 +106,7 @@ def decode_maxwell(
             tbl=msg.table,
             op=op,
             before=before,
-            after=after,  # type: ignore[arg-type]
+            after=after,
             snapshot=op == "r",
         )
     ]

@@ -142,7 +142,11 @@ class _Run:
         if self.scenario.expect is not None:
             failures += check(self.scenario.expect, seen, "end")
         expected_error = self.scenario.expect is not None and self.scenario.expect.error is not None
-        if self.error is not None and not expected_error and not any("error" in f for f in failures):
+        if (
+            self.error is not None
+            and not expected_error
+            and not any("error" in f for f in failures)
+        ):
             failures.append(f"run stopped: {self.error}")
         failures += self.delta_matches_coordinator(seen)
         output = {
@@ -199,7 +203,9 @@ class _Run:
 
     def send(self, e: RowEvent) -> None:
         op = {"insert": "c", "update": "u", "delete": "d"}[e.op]
-        self.producer(e.shard.source).row(e.shard.db, e.shard.table, op, e.before, e.after, e.schema)
+        self.producer(e.shard.source).row(
+            e.shard.db, e.shard.table, op, e.before, e.after, e.schema
+        )
 
     def heartbeat(self) -> None:
         """A record that decodes to nothing, so that the next run has a batch to run."""
@@ -220,7 +226,7 @@ class _Run:
         query, _ = build_query(self.s.spark, self.settings, available_now=True)
         try:
             query.awaitTermination()
-        except Exception as e:  # noqa: BLE001 - the query's failure is the scenario's error
+        except Exception as e:
             self.error = _root_message(e)
         else:
             exc = query.exception()
@@ -287,7 +293,14 @@ def run_spark_files(scenarios: list[Scenario]) -> Iterator[ScenarioResult]:
                 yield session.run(scenario)
             except ShardMergeError as e:
                 yield ScenarioResult(
-                    scenario.name, "spark", False,
-                    {"name": scenario.name, "ok": False, "engine": "spark", "error": str(e),
-                     "failures": [str(e)]},
+                    scenario.name,
+                    "spark",
+                    False,
+                    {
+                        "name": scenario.name,
+                        "ok": False,
+                        "engine": "spark",
+                        "error": str(e),
+                        "failures": [str(e)],
+                    },
                 )
