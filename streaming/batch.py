@@ -47,9 +47,20 @@ from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Hold, Releas
 from coordinator.ids import ShardId, TargetId
 from coordinator.locks import OperatorError
 from coordinator.state import restore, snapshot
+from schemas.changes import (
+    AlterTable,
+    CreateTable,
+    DropDatabase,
+    DropTable,
+    RenameTable,
+    TruncateTable,
+)
+from schemas.ddl import parse_ddl
+from schemas.errors import DDLError
 from streaming.config import Settings
 from streaming.delta_sink import APP_ID, DeltaSink
 from streaming.events.contract import EVENT_SCHEMA
+from streaming.faults import crash_point
 from streaming.rows import merge_source, project_actions
 from streaming.state_store import StateStore
 
@@ -160,6 +171,7 @@ class _Batch:
         # 3. decode (the batch is read from Kafka once)
         self.df = self.df.persist()
         events = self.events = self.decode_all().persist()
+        crash_point("after_decode")
         try:
             # 4. control events
             controls = sorted(
@@ -178,12 +190,15 @@ class _Batch:
                 shards = [r for r in per_epoch if r["_epoch"] == j]
                 if shards:
                     self.write_rows(rows.filter(F.col("_epoch") == j), shards)
+                    crash_point("after_rows")
                 if j < len(controls):
                     self.control(controls[j])
+                    crash_point("after_ddl")
         finally:
             events.unpersist()
             self.df.unpersist()
         # 7. persist
+        crash_point("before_state")
         self.p.store.save(
             self.batch,
             {
@@ -194,6 +209,7 @@ class _Batch:
                 "locks": [_lock_json(v) for v in self.c.locks()],
             },
         )
+        crash_point("after_state")
         self.p.store.forget_commands(applied)
         self.p.last_stats = self.stats
         log.info("batch %d: %s", self.batch, self.stats)
@@ -220,24 +236,48 @@ class _Batch:
 
     # --- step 5 -----------------------------------------------------------------------------
 
-    @staticmethod
-    def epoch_sql(controls: list[Any]) -> str:
+    def epoch_sql(self, controls: list[Any]) -> str:
         last = len(controls)
         if not controls:
             return "0"
         cases = []
+        shards: set[ShardId] = set()
         for j, r in enumerate(controls):  # in global order: the first true case is the next DDL
-            cases.append(
-                f"WHEN source = {sql_str(r['source'])} AND db = {sql_str(r['db'])} "
-                f"AND tbl = {sql_str(r['tbl'])} AND _okey < {position_sql(position_of(r))} THEN {j}"
-            )
+            for shard in self.touched(r):
+                shards.add(shard)
+                cases.append(
+                    f"WHEN source = {sql_str(shard.source)} AND db = {sql_str(shard.db)} "
+                    f"AND tbl = {sql_str(shard.table)} "
+                    f"AND _okey < {position_sql(position_of(r))} THEN {j}"
+                )
         # Rows of shards with no DDL in this batch go first; rows after a shard's last DDL last.
-        shards = {(r["source"], r["db"], r["tbl"]) for r in controls}
         with_ddl = " OR ".join(
-            f"(source = {sql_str(s)} AND db = {sql_str(d)} AND tbl = {sql_str(t)})"
-            for s, d, t in sorted(shards)
+            f"(source = {sql_str(s.source)} AND db = {sql_str(s.db)} AND tbl = {sql_str(s.table)})"
+            for s in sorted(shards)
         )
         return f"CASE {' '.join(cases)} WHEN {with_ddl} THEN {last} ELSE 0 END"
+
+    def touched(self, r: Any) -> list[ShardId]:
+        """Every table a control event changes: its own, and each table a multi-table
+        statement names (both names of each RENAME pair, every table of a DROP)."""
+        own = ShardId(r["source"], r["db"], r["tbl"])
+        if r["op"] != "ddl" or not r["ddl"]:
+            return [own]
+        try:
+            changes = parse_ddl(r["ddl"])
+        except DDLError:
+            return [own]
+        out = [own]
+        for change in changes:
+            names = []
+            if isinstance(change, RenameTable):
+                names = [change.old, change.new]
+            elif isinstance(change, DropTable | AlterTable | TruncateTable | CreateTable):
+                names = [change.table]
+            elif isinstance(change, DropDatabase):
+                out += [s for s in self.c.where if s.source == own.source and s.db == change.name]
+            out += [ShardId(own.source, n.db or own.db, n.table) for n in names]
+        return list(dict.fromkeys(out))
 
     # --- step 6: rows -------------------------------------------------------------------------
 
@@ -377,6 +417,7 @@ class _Batch:
             self.write_target(
                 d.target, held.withColumn("_project", F.lit(d.project)), project_all=d.project
             )
+            crash_point("after_release")
             self.sink.delete(self.p.stash_path, pred, self.next_version())
         finally:
             held.unpersist()

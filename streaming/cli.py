@@ -160,9 +160,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+FORWARDED = {
+    "demo": "streaming.demo",
+    "produce": "streaming.producer",
+    "kafka": "streaming.kafka_local",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
+    import importlib
+
     from schemas.errors import ShardMergeError
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in FORWARDED:
+        # These verbs own their options (argparse cannot pass "--x" through a positional).
+        try:
+            forwarded: int = importlib.import_module(FORWARDED[argv[0]]).cli_main(argv[1:])
+        except ShardMergeError as e:
+            print(f"shardmerge: {e}", file=sys.stderr)
+            return 2
+        return forwarded
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)

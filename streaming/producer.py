@@ -52,7 +52,11 @@ class DebeziumProducer:
         decimal_mode: Literal["string", "base64"] = "string",
         partitions_hint: int = 1,
         tombstones: bool = True,
+        topic_namespace: str = "",
     ) -> None:
+        # topic_namespace is prepended to every topic name, so that tests can run several
+        # connectors named alike (source "s1") on one broker without sharing topics.
+        self.topic_namespace = topic_namespace
         self.builder = DebeziumBuilder(
             source,
             schemas_enable=schemas_enable,
@@ -111,8 +115,10 @@ class DebeziumProducer:
     def _send(self, record: Record) -> None:
         topic, key, value, headers = record
         headers = cast(Any, headers)  # librdkafka takes (str, bytes | None) pairs
+        schema_topic = topic == self.source
+        topic = self.topic_namespace + topic
         if topic not in self._topics:
-            self._ensure_topic(topic, 1 if topic == self.source else self.partitions_hint)
+            self._ensure_topic(topic, 1 if schema_topic else self.partitions_hint)
         while True:
             try:
                 self._producer.produce(

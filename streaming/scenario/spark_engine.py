@@ -2,10 +2,9 @@
 streaming job runs with ``Trigger.AvailableNow`` whenever the file asks for an observation
 or an operator acts, and the downstream is a real Delta table.
 
-Each file gets its own source names (a run prefix), topics, Delta tables and checkpoint,
-so several files share one broker and one Spark session. Shard names in expectations and
-operator commands are the file's own (``s1.db1.tb1``); the prefix is added and removed at
-the edges.
+Each file gets its own topics (a run prefix before the connector's topic names), Delta
+tables and checkpoint, so several files share one broker and one Spark session; source
+names stay the file's own (``s1``), as Debezium's ``source.name``.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from coordinator.commands import parse_command
 from coordinator.ids import ShardId, TargetId
 from coordinator.state import restore
 from schemas.ddl import parse_create_table
@@ -90,7 +88,7 @@ class _Run:
         self.upstream = Upstream()
         self.producers: dict[str, DebeziumProducer] = {}
         self.make_producer = lambda source: DebeziumProducer(
-            session.broker.bootstrap, f"{self.run_id}_{source}"
+            session.broker.bootstrap, source, topic_namespace=f"{self.run_id}_"
         )
         self.error: str | None = None
 
@@ -100,19 +98,6 @@ class _Run:
         if source not in self.producers:
             self.producers[source] = self.make_producer(source)
         return self.producers[source]
-
-    def local(self, shard: str) -> str:
-        prefix = f"{self.run_id}_"
-        return shard[len(prefix) :] if shard.startswith(prefix) else shard
-
-    def prefixed(self, words: str) -> str:
-        cmd = parse_command(words)
-        if cmd.shard is None:
-            return words
-        shard = ShardId(f"{self.run_id}_{cmd.shard.source}", cmd.shard.db, cmd.shard.table)
-        from dataclasses import replace
-
-        return replace(cmd, shard=shard).words()
 
     # --- the run ---------------------------------------------------------------------------
 
@@ -169,7 +154,7 @@ class _Run:
         if kind == "operator":
             assert step.operator is not None
             self.catch_up()
-            StateStore(self.settings.checkpoint).submit(self.prefixed(step.operator))
+            StateStore(self.settings.checkpoint).submit(step.operator)
             self.heartbeat()
             return
         if kind == "expect":
@@ -255,7 +240,7 @@ class _Run:
                     "target": lock["target"],
                     "mode": lock["mode"],
                     "stage": lock["stage"],
-                    "blocked": [self.local(b) for b in lock["blocked"]],
+                    "blocked": lock["blocked"],
                     "pending_ddl": [p["sql"] for p in lock["pending_ddl"]],
                     **({"conflict": lock["conflict"]} if lock.get("conflict") else {}),
                 }
