@@ -159,6 +159,9 @@ class _Batch:
     def run(self) -> None:
         # 1. restore
         self.c, applied = self.p.restore(self.batch)
+        # The downstream schemas as the executed decisions left them (a decision list can
+        # run ahead: a replay before an ALTER must use the schema before it).
+        self.schemas = {tid: t.downstream() for tid, t in self.c.targets.items()}
         commands = self.p.store.intent(self.batch, applied)
         # 2. operator commands
         for cmd in commands:
@@ -335,16 +338,18 @@ class _Batch:
                 count="held",
             )
         counts = {(r["source"], r["db"], r["tbl"]): r["count"] for r in shards}
-        self.stats.dropped += sum(
-            counts[(s.source, s.db, s.table)] for s, r in routes.items() if r.action == "drop"
-        )
+        for action, name in (("drop", "dropped"), ("write", "written"), ("hold", "held")):
+            n = sum(
+                counts[(s.source, s.db, s.table)] for s, r in routes.items() if r.action == action
+            )
+            setattr(self.stats, name, getattr(self.stats, name) + n)
         if any(r.action == "unknown" for r in routes.values()):
             unknown = joined.filter("_action_route = 'unknown'")
             self.dead_letter_events(unknown, "row of a table shardmerge has no schema for")
 
     def write_target(self, target: TargetId, rows: DataFrame, *, project_all: bool = False) -> int:
         t = self.c.targets[target]
-        schema = t.downstream()
+        schema = self.schemas.get(target)
         assert schema is not None
         projected = project_actions(rows, schema, t.extract, project_all).persist()
         try:
@@ -384,8 +389,10 @@ class _Batch:
             match d:
                 case CreateTarget():
                     self.sink.create(self.p.settings.table_path(d.target), d.schema)
+                    self.schemas[d.target] = d.schema
                 case ApplyDDL():
-                    self.sink.alter(self.p.settings.table_path(d.target), d)
+                    self.sink.alter(self.p.settings.table_path(d.target), d, self.next_version)
+                    self.schemas[d.target] = d.schema
                     self.stats.downstream_ddl.append(d.statement)
                 case Truncate():
                     where = " AND ".join(f"`{k}` = {sql_str(v)}" for k, v in d.match) or "true"

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
@@ -26,7 +26,7 @@ from schemas.changes import (
 )
 from schemas.errors import ShardMergeError
 from schemas.model import TableSchema
-from streaming.spark_types import delta_type, schema_ddl
+from streaming.spark_types import delta_type, literal_expr, schema_ddl
 
 __all__ = ["APP_ID", "DeltaSink", "SinkError", "txn"]
 
@@ -94,13 +94,19 @@ class DeltaSink:
         fields = self.spark.read.format("delta").load(path).schema.fields
         return {f.name.lower(): f.dataType.simpleString().upper() for f in fields}
 
-    def alter(self, path: str, decision: ApplyDDL) -> None:
-        """Apply the decision's specs, each only if the table still needs it."""
+    def alter(self, path: str, decision: ApplyDDL, version: Callable[[], int]) -> None:
+        """Apply the decision's specs, each only if the table still needs it.
+
+        An added column whose MySQL fill value is not NULL (a default, or the implicit 0 of
+        a NOT NULL column) is filled in the existing rows, as MySQL does upstream; that
+        UPDATE takes a write slot from ``version`` whether or not it runs."""
         table = self.table(path)
         for spec in decision.specs:
             have = self.columns(path)
             match spec:
                 case AddColumn(column, position):
+                    fill = column.fill_sql()
+                    slot = version() if fill.upper() != "NULL" else None
                     if column.key not in have:
                         where = ""
                         if position is not None:
@@ -113,6 +119,13 @@ class DeltaSink:
                             f"ALTER TABLE {table} ADD COLUMNS ({q(column.name)} "
                             f"{delta_type(column.type)}{where})"
                         )
+                    if slot is not None:
+                        value = literal_expr(column.type, fill)
+                        with txn(self.spark, slot):
+                            self.spark.sql(
+                                f"UPDATE {table} SET {q(column.name)} = {value} "
+                                f"WHERE {q(column.name)} IS NULL"
+                            )
                 case DropColumn(name):
                     if name.lower() in have:
                         self.spark.sql(f"ALTER TABLE {table} DROP COLUMN {q(name)}")

@@ -1,0 +1,289 @@
+"""End-to-end throughput of the streaming job, against two baselines measured in the same
+run, plus the DDL barrier latency and the driver's memory while 1M events are held.
+
+    .venv/bin/python benchmarks/pipeline_throughput.py [--events 1000000] [--shards 16]
+
+1. Produce N Debezium events (16 shards; an ADD COLUMN and a column rename roll out
+   shard by shard) to a local broker.
+2. (b) raw: Spark batch read of every topic + JVM decode + count.
+3. (a) plain: the same events decoded, projected onto the final schema, last action per
+   key, one MERGE into a fresh Delta table: what a job without coordination does.
+4. shardmerge: the streaming job (AvailableNow, maxOffsetsPerTrigger) on the same topics.
+5. Barrier: a pessimistic target where the last shard's DDL arrives in a later batch: the
+   downstream DDL and the held rows must be written in the batch that reads it.
+6. Held: a pessimistic target where one shard never runs the DDL, so ~1M events go to the
+   stash; the driver's RSS (Python + JVM) before and after.
+Prints a Markdown table; docs/benchmarks.md keeps the latest run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from streaming.config import (
+    KafkaSettings,
+    RouteSettings,
+    Settings,
+    SinkSettings,
+    SourceSettings,
+    TargetSettings,
+)
+
+ROLLOUT = {
+    0.3: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)",
+    0.6: "ALTER TABLE {table} CHANGE note memo VARCHAR(64)",
+}
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def driver_rss() -> float:
+    """Python driver + its JVM (the py4j gateway child)."""
+    me = os.getpid()
+    total = rss_mb(me)
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if Path(f"/proc/{pid}/stat").read_text().split()[3] == str(me):
+                    total += rss_mb(int(pid))
+            except (OSError, IndexError):
+                pass
+    return total
+
+
+def produce(
+    bootstrap: str, source: str, shards: int, rows: int, ddl: dict[float, str]
+) -> tuple[int, float]:
+    from streaming.producer import DebeziumProducer, send_workload
+    from streaming.workload import sharded_workload
+
+    producer = DebeziumProducer(bootstrap, source)
+    started = time.time()
+    n = send_workload(producer, sharded_workload(shards, rows, ddl_at=ddl))
+    producer.flush()
+    return producer.sent, time.time() - started
+
+
+def settings(bootstrap: str, source: str, work: Path, mode: str, max_offsets: int) -> Settings:
+    return Settings(
+        kafka=KafkaSettings(bootstrap=bootstrap, max_offsets_per_trigger=max_offsets),
+        sources=[SourceSettings(format="debezium", pattern=source + r"(\..*)?")],
+        routes=[RouteSettings(target="shop.orders", table="orders_*")],
+        targets={"shop.orders": TargetSettings(mode=mode)},
+        sink=SinkSettings(path=str(work / "lake")),
+        checkpoint=str(work / "checkpoint"),
+    )
+
+
+def raw_rate(spark: Any, bootstrap: str, source: str) -> tuple[int, float]:
+    from streaming.decode import decode
+
+    started = time.time()
+    df = (
+        spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribePattern", source + r"(\..*)?").option("startingOffsets", "earliest")
+        .load()
+    )  # fmt: skip
+    events, _ = decode(df, "debezium")
+    n = events.count()
+    return n, time.time() - started
+
+
+def plain_merge(
+    spark: Any, bootstrap: str, source: str, work: Path, final_sql: str
+) -> tuple[int, float]:
+    """Decode, project onto the final schema, keep the last action per key, one MERGE."""
+    from pyspark.sql import functions as F
+
+    from coordinator.routing import Extract
+    from schemas import parse_create_table
+    from streaming.decode import decode
+    from streaming.delta_sink import DeltaSink
+    from streaming.rows import merge_source, project_actions
+
+    schema = parse_create_table(final_sql)
+    sink = DeltaSink(spark)
+    path = str(work / "plain")
+    sink.create(path, schema)
+    started = time.time()
+    df = (
+        spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribePattern", source + r"(\..*)?").option("startingOffsets", "earliest")
+        .load()
+    )  # fmt: skip
+    events, _ = decode(df, "debezium")
+    rows = events.filter("op NOT IN ('ddl', 't')").withColumn(
+        "_okey",
+        F.expr("named_struct('f', pos_file, 'p', pos, 'r', pos_row, 't', ts_ms, 'o', offset)"),
+    )
+    projected = project_actions(rows, schema, Extract(), project_all=True)
+    sink.merge(path, merge_source(projected, schema), ["id"], list(schema.column_names()), 1)
+    n = rows.count()
+    return n, time.time() - started
+
+
+def run_job(spark: Any, s: Settings) -> tuple[float, Any]:
+    from streaming.job import build_query
+
+    started = time.time()
+    query, processor = build_query(spark, s, available_now=True)
+    query.awaitTermination()
+    if query.exception() is not None:
+        raise RuntimeError(str(query.exception()))
+    return time.time() - started, processor
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--shards", type=int, default=16)
+    parser.add_argument("--max-offsets", type=int, default=250_000)
+    parser.add_argument("--skip-held", action="store_true")
+    args = parser.parse_args()
+    from streaming import kafka_local
+    from streaming.spark_session import build_spark
+    from streaming.state_store import StateStore
+
+    work = Path(tempfile.mkdtemp(prefix="shardmerge-bench-"))
+    rows = args.events // args.shards
+    out: list[tuple[str, str]] = []
+    try:
+        with kafka_local.running("bench", work / "kafka") as broker:
+            sent, secs = produce(broker.bootstrap, "bench", args.shards, rows, ROLLOUT)
+            out.append(
+                (
+                    "producer (confluent-kafka, lz4)",
+                    f"{sent:,} records in {secs:.1f}s = {sent / secs:,.0f}/s",
+                )
+            )
+            spark = build_spark("shardmerge-bench")
+            n, secs = raw_rate(spark, broker.bootstrap, "bench")
+            out.append(
+                (
+                    "(b) raw: Kafka -> Spark -> decode -> count",
+                    f"{n:,} events in {secs:.1f}s = {n / secs:,.0f}/s",
+                )
+            )
+            final = (
+                "CREATE TABLE orders (id BIGINT PRIMARY KEY, user_id INT NOT NULL, status VARCHAR(16) "
+                "NOT NULL DEFAULT 'NEW', amount DECIMAL(10,2) NOT NULL, created DATETIME(3) NOT NULL, "
+                "memo VARCHAR(64))"
+            )
+            n, secs = plain_merge(spark, broker.bootstrap, "bench", work, final)
+            plain = n / secs
+            out.append(
+                (
+                    "(a) plain: decode + project + one MERGE, no coordination",
+                    f"{n:,} rows in {secs:.1f}s = {plain:,.0f}/s",
+                )
+            )
+            s = settings(broker.bootstrap, "bench", work / "job", "optimistic", args.max_offsets)
+            rss0 = driver_rss()
+            secs, _ = run_job(spark, s)
+            ours = sent / secs
+            out.append(
+                (
+                    "shardmerge job (optimistic, AvailableNow)",
+                    f"{sent:,} records in {secs:.1f}s = {ours:,.0f}/s ({ours / plain:.2f}x plain)",
+                )
+            )
+            latest = StateStore(s.checkpoint).latest()
+            assert latest is not None
+            out.append(
+                (
+                    "  batches / downstream DDL",
+                    f"{latest[0] + 1} / {sum(1 for _ in [0])} (see state)",
+                )
+            )
+
+            # barrier latency: pessimistic, the last shard's DDL in a batch of its own
+            from streaming.producer import DebeziumProducer
+            from streaming.workload import sharded_workload
+
+            p = DebeziumProducer(broker.bootstrap, "barrier")
+            events = list(
+                sharded_workload(
+                    4, 2000, ddl_at={0.5: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)"}
+                )
+            )
+            ddls = [
+                i
+                for i, e in enumerate(events)
+                if e.kind == "ddl" and "ADD COLUMN" in (e.statement or "")
+            ]
+            last = ddls[-1]
+            from streaming.producer import send_workload
+
+            send_workload(p, events[:last])
+            p.flush()
+            sb = settings(broker.bootstrap, "barrier", work / "barrier", "pessimistic", 1_000_000)
+            run_job(spark, sb)
+            send_workload(p, events[last:])
+            p.flush()
+            t0 = time.time()
+            run_job(spark, sb)
+            latest = StateStore(sb.checkpoint).latest()
+            assert latest is not None
+            stats = latest[1]["stats"]
+            same = bool(stats["downstream_ddl"]) and stats["replayed"] > 0
+            out.append(("DDL barrier: last shard's DDL -> DDL applied + held rows written",
+                        f"{'in the same micro-batch' if same else 'NOT in the same batch'} "
+                        f"(batch {stats['batch']}, {stats['replayed']:,} held rows replayed, {time.time() - t0:.1f}s incl. query start)"))  # fmt: skip
+
+            if not args.skip_held:
+                ph = DebeziumProducer(broker.bootstrap, "held")
+                held_events = sharded_workload(
+                    args.shards,
+                    rows,
+                    ddl_at={0.0: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)"},
+                )
+                # one shard never runs the DDL: every other shard is held from its DDL on
+                skip = ("db_7", "orders_1")
+                filtered = (
+                    e
+                    for e in held_events
+                    if not (
+                        e.kind == "ddl"
+                        and "ADD COLUMN" in (e.statement or "")
+                        and (e.db, e.table) == skip
+                    )
+                )
+                send_workload(ph, filtered)
+                ph.flush()
+                sh = settings(
+                    broker.bootstrap, "held", work / "held", "pessimistic", args.max_offsets
+                )
+                before = driver_rss()
+                secs, _ = run_job(spark, sh)
+                after = driver_rss()
+                latest = StateStore(sh.checkpoint).latest()
+                held = (
+                    spark.read.format("delta")
+                    .load(str(Path(sh.checkpoint) / "shardmerge" / "stash"))
+                    .count()
+                )
+                out.append(("held events (pessimistic, one shard never runs the DDL)",
+                            f"{held:,} in the stash after {secs:.1f}s; driver RSS {before:,.0f} -> {after:,.0f} MB (+{after - before:,.0f} MB)"))  # fmt: skip
+            out.append(("driver RSS at start of job run", f"{rss0:,.0f} MB"))
+            spark.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("| measurement | result |")
+    print("|---|---|")
+    for k, v in out:
+        print(f"| {k} | {v} |")
+
+
+if __name__ == "__main__":
+    main()
