@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from coordinator.commands import OperatorCommand
-from coordinator.decisions import CreateTarget, Decision, Release
+from coordinator.decisions import CreateTarget, Decision, Hold, Release
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.locks import LockRules, OperatorError
 from coordinator.optimistic import OptimisticRules, join_all
@@ -120,7 +120,7 @@ class Coordinator:
         if target is None:
             return RowRoute("unknown", reason=f"table {shard} was never registered")
         st = self.targets[target].shards[shard]
-        if st.held:
+        if st.held or st.awaiting is not None:
             return RowRoute("hold", target, st.version)
         return RowRoute("write", target, st.version, st.project)
 
@@ -139,8 +139,11 @@ class Coordinator:
                     mode=t.mode,
                     stage=t.stage,
                     blocked=tuple(sorted(s.shard for s in held)),
-                    pending_ddl=tuple(
-                        (s.shard, d.sql, d.position) for s in held for d in s.pending
+                    pending_ddl=tuple((s.shard, d.sql, d.position) for s in held for d in s.pending)
+                    + tuple(
+                        (s.shard, "(rows ahead of a DDL not yet received)", s.awaiting)
+                        for s in held
+                        if s.awaiting is not None and not s.pending
                     ),
                     conflict=t.conflict,
                     schema=t.downstream(),
@@ -191,10 +194,16 @@ class Coordinator:
         rules = RULES[t.mode]
         if cmd.action == "force-remove":
             for held in t.held_shards():
-                rules.skip(t, held, out)
+                if held.held:
+                    rules.skip(t, held, out)
+                else:
+                    self._stop_awaiting(t, held, out)
             return out
         assert cmd.shard is not None
         st = t.shards.get(cmd.shard)
+        if st is not None and not st.held and st.awaiting is not None and cmd.action == "skip":
+            self._stop_awaiting(t, st, out)
+            return out
         if st is None or not st.held:
             names = ", ".join(str(s.shard) for s in t.held_shards()) or "none"
             raise OperatorError(f"shard {cmd.shard} is not held on {t.id} (held: {names})")
@@ -319,7 +328,31 @@ class Coordinator:
         if st.held:
             st.pending.append(ddl)  # processed in order when the shard is released
             return
+        awaited = st.awaiting is not None
+        st.awaiting = None
         RULES[t.mode].on_ddl(t, st, ddl, out)
+        if awaited and not st.held:
+            # The DDL the early rows were waiting for is here: they follow it.
+            t.release_rows(st, None, out)
+
+    @staticmethod
+    def _stop_awaiting(t: Target, st: ShardState, out: list[Decision]) -> None:
+        """No DDL came: the early rows replay projected onto the downstream schema."""
+        st.awaiting = None
+        st.project = True
+        t.release_rows(st, None, out)
+
+    def await_ddl(self, shard: ShardId, position: Position, reason: str) -> list[Decision]:
+        """Rows of ``shard`` from ``position`` on carry a schema change whose DDL has not
+        arrived (Debezium orders no topic against another): keep them until it does."""
+        st = self.shard_state(shard)
+        if st is None or st.held or st.awaiting is not None:
+            return []
+        t = self.targets[self.where[shard]]
+        t.seq += 1
+        st.held_seq = t.seq
+        st.awaiting = position
+        return [Hold(t.id, shard, st.version, position, reason)]
 
     def _drop(self, shard: ShardId, out: list[Decision]) -> None:
         self.ghosts.pop(shard, None)
@@ -329,7 +362,7 @@ class Coordinator:
         t = self.targets[tid]
         st = t.shards.pop(shard)
         rules = RULES[t.mode]
-        if st.held:
+        if st.held or st.awaiting is not None:
             # The table is gone: its held events happened, so they replay; its pending DDLs
             # will never matter.
             rules.forget(t, st)

@@ -105,6 +105,7 @@ def _shard_to_json(s: ShardState) -> dict[str, Any]:
         "held_seq": s.held_seq,
         "project": s.project,
         "conflict": s.conflict,
+        "awaiting": s.awaiting,
         "admitted": s.admitted,
     }
 
@@ -119,6 +120,7 @@ def _shard_from_json(raw: dict[str, Any]) -> ShardState:
         held_seq=raw["held_seq"],
         project=raw["project"],
         conflict=raw["conflict"],
+        awaiting=raw.get("awaiting"),
         admitted=raw["admitted"],
     )
 

@@ -70,6 +70,7 @@ class ShardState:
     held_seq: int = 0
     project: bool = False
     conflict: str | None = None  # why this shard's DDL cannot resolve by itself
+    awaiting: Position | None = None  # rows ahead of a DDL not yet seen, from here on
     admitted: bool = True  # False while a new table whose schema does not fit is held
 
     @property
@@ -109,12 +110,16 @@ class Target:
     def stage(self) -> Stage:
         if self.conflict is not None:
             return "conflict"
-        if any(s.held for s in self.shards.values()):
+        if any(s.held or s.awaiting is not None for s in self.shards.values()):
             return "waiting"
         return "none"
 
     def held_shards(self) -> list[ShardState]:
-        return sorted((s for s in self.shards.values() if s.held), key=lambda s: s.held_seq)
+        """Shards whose events are kept: held on a DDL, or awaiting one."""
+        return sorted(
+            (s for s in self.shards.values() if s.held or s.awaiting is not None),
+            key=lambda s: s.held_seq,
+        )
 
     def downstream(self) -> TableSchema | None:
         """The full downstream schema: the applied schema plus the extract columns."""

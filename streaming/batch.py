@@ -47,6 +47,7 @@ from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Hold, Releas
 from coordinator.ids import ShardId, TargetId
 from coordinator.locks import OperatorError
 from coordinator.state import restore, snapshot
+from coordinator.target import ConflictError
 from schemas.changes import (
     AlterTable,
     CreateTable,
@@ -93,6 +94,18 @@ def position_sql(position: list[Any]) -> str:
         f"named_struct('f', {json.dumps(str(f))}, 'p', {int(p)}L, 'r', {int(r)}, "
         f"'t', {int(t)}L, 'o', {int(o)}L)"
     )
+
+
+def in_global_order(controls: list[Any]) -> list[Any]:
+    """Control events by commit time across sources, and by binlog position within one
+    source (a commit time may repeat or step back; the position never does)."""
+    slots = sorted(
+        controls, key=lambda r: (r["ts_ms"] or 0, r["source"], *position_of(r)[:3], r["offset"])
+    )
+    by_source: dict[str, list[Any]] = {}
+    for r in sorted(controls, key=lambda r: (*position_of(r)[:3], r["offset"])):
+        by_source.setdefault(r["source"], []).append(r)
+    return [by_source[r["source"]].pop(0) for r in slots]
 
 
 def sql_str(value: str) -> str:
@@ -157,6 +170,22 @@ class _Batch:
     # --- the protocol ---------------------------------------------------------------------
 
     def run(self) -> None:
+        try:
+            self._run()
+        except ConflictError as e:
+            self.p.store.save_failure(self.state_json({"error": str(e)}))
+            raise
+
+    def state_json(self, extra: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "batch": self.batch,
+            "coordinator": snapshot(self.c),
+            "stats": self.stats.__dict__,
+            "locks": [_lock_json(v) for v in self.c.locks()],
+            **extra,
+        }
+
+    def _run(self) -> None:
         # 1. restore
         self.c, applied = self.p.restore(self.batch)
         # The downstream schemas as the executed decisions left them (a decision list can
@@ -177,10 +206,7 @@ class _Batch:
         crash_point("after_decode")
         try:
             # 4. control events
-            controls = sorted(
-                events.filter("op IN ('ddl', 't')").collect(),
-                key=lambda r: (r["ts_ms"] or 0, r["source"], *position_of(r)[:3], r["offset"]),
-            )
+            controls = in_global_order(events.filter("op IN ('ddl', 't')").collect())
             self.stats.ddl = len(controls)
             # 5. epochs
             rows = events.filter("op NOT IN ('ddl', 't')").withColumn(
@@ -188,30 +214,21 @@ class _Batch:
             )
             per_epoch = rows.groupBy("_epoch", "source", "db", "tbl").count().collect()
             self.stats.events = sum(r["count"] for r in per_epoch) + len(controls)
-            # 6. epochs: rows, then the control event
+            # 6. epochs: the rows of epoch j follow control event j - 1
             for j in range(len(controls) + 1):
+                if j > 0:
+                    self.control(controls[j - 1])
+                    crash_point("after_ddl")
                 shards = [r for r in per_epoch if r["_epoch"] == j]
                 if shards:
                     self.write_rows(rows.filter(F.col("_epoch") == j), shards)
                     crash_point("after_rows")
-                if j < len(controls):
-                    self.control(controls[j])
-                    crash_point("after_ddl")
         finally:
             events.unpersist()
             self.df.unpersist()
         # 7. persist
         crash_point("before_state")
-        self.p.store.save(
-            self.batch,
-            {
-                "batch": self.batch,
-                "coordinator": snapshot(self.c),
-                "applied_commands": sorted(applied),
-                "stats": self.stats.__dict__,
-                "locks": [_lock_json(v) for v in self.c.locks()],
-            },
-        )
+        self.p.store.save(self.batch, self.state_json({"applied_commands": sorted(applied)}))
         crash_point("after_state")
         self.p.store.forget_commands(applied)
         self.p.last_stats = self.stats
@@ -240,25 +257,28 @@ class _Batch:
     # --- step 5 -----------------------------------------------------------------------------
 
     def epoch_sql(self, controls: list[Any]) -> str:
-        last = len(controls)
+        """A row's epoch: written after every control event that precedes it, that is one
+        past the later of (a) the last control event touching its own shard positioned
+        before it and (b) the last control event committed before it (``ts_ms``). (a) is
+        the shard's own order and is exact; (b) keeps the global order the memory engine
+        has, which matters when a strict conflict stops the batch part way. A row never
+        passes its own shard's next DDL: one source's commit times do not go backwards."""
         if not controls:
             return "0"
-        cases = []
-        shards: set[ShardId] = set()
-        for j, r in enumerate(controls):  # in global order: the first true case is the next DDL
+        own = []
+        for j in reversed(range(len(controls))):  # the first true case is the latest
+            r = controls[j]
             for shard in self.touched(r):
-                shards.add(shard)
-                cases.append(
+                own.append(
                     f"WHEN source = {sql_str(shard.source)} AND db = {sql_str(shard.db)} "
                     f"AND tbl = {sql_str(shard.table)} "
-                    f"AND _okey < {position_sql(position_of(r))} THEN {j}"
+                    f"AND _okey > {position_sql(position_of(r))} THEN {j + 1}"
                 )
-        # Rows of shards with no DDL in this batch go first; rows after a shard's last DDL last.
-        with_ddl = " OR ".join(
-            f"(source = {sql_str(s.source)} AND db = {sql_str(s.db)} AND tbl = {sql_str(s.table)})"
-            for s in sorted(shards)
-        )
-        return f"CASE {' '.join(cases)} WHEN {with_ddl} THEN {last} ELSE 0 END"
+        by_time = [
+            f"WHEN coalesce(ts_ms, 0) > {int(controls[j]['ts_ms'] or 0)} THEN {j + 1}"
+            for j in reversed(range(len(controls)))
+        ]
+        return f"greatest(CASE {' '.join(own)} ELSE 0 END, CASE {' '.join(by_time)} ELSE 0 END)"
 
     def touched(self, r: Any) -> list[ShardId]:
         """Every table a control event changes: its own, and each table a multi-table
@@ -292,7 +312,11 @@ class _Batch:
             route = self.c.route_row(shard)
             routes[shard] = route
             st = self.c.shard_state(shard)
-            since[shard] = st.pending[0].position if st is not None and st.held else None
+            since[shard] = None
+            if st is not None and st.held:
+                since[shard] = st.pending[0].position
+            elif st is not None and st.awaiting is not None:
+                since[shard] = st.awaiting
         table = [
             (
                 s.source,
@@ -325,7 +349,7 @@ class _Batch:
         stash = joined.filter(f"_action_route = 'hold' AND NOT ({late})")
         for target in sorted({r.target for r in routes.values() if r.target is not None}):
             if any(r.target == target and r.action in ("write", "hold") for r in routes.values()):
-                self.write_target(target, free.filter(F.col("_target") == str(target)))
+                self.write_target(target, free.filter(F.col("_target") == str(target)), early=True)
         if any(r.action == "hold" for r in routes.values()):
             self.append(
                 stash.select(
@@ -347,14 +371,37 @@ class _Batch:
             unknown = joined.filter("_action_route = 'unknown'")
             self.dead_letter_events(unknown, "row of a table shardmerge has no schema for")
 
-    def write_target(self, target: TargetId, rows: DataFrame, *, project_all: bool = False) -> int:
+    def write_target(
+        self, target: TargetId, rows: DataFrame, *, project_all: bool = False, early: bool = False
+    ) -> int:
+        """MERGE rows into a target. A row naming a column the target lacks is, with
+        ``early`` (fresh rows), ahead of a DDL that has not arrived: its shard waits for it
+        from that row on (the rows go to the stash); when replaying, a dead letter."""
         t = self.c.targets[target]
         schema = self.schemas.get(target)
         assert schema is not None
         projected = project_actions(rows, schema, t.extract, project_all).persist()
         try:
-            self.dead_letter_events(projected.filter("_reason IS NOT NULL"), None)
-            src = merge_source(projected.filter("_reason IS NULL"), schema)
+            bad = projected.filter("_reason IS NOT NULL")
+            good = projected.filter("_reason IS NULL")
+            if early:
+                ahead = self.await_ddls(target, bad)
+                if ahead:
+                    self.append(
+                        projected.filter(ahead)
+                        .dropDuplicates(["topic", "partition", "offset"])
+                        .select(
+                            *STASH_COLUMNS,
+                            F.lit(str(target)).alias("target"),
+                            F.col("_version").alias("version"),
+                            F.lit(self.batch).alias("batch"),
+                        ),
+                        self.p.stash_path,
+                    )
+                    good = projected.filter(f"NOT ({ahead})")
+            else:
+                self.dead_letter_events(bad, None)
+            src = merge_source(good, schema)
             slot = self.next_version()
             self.sink.merge(
                 self.p.settings.table_path(target),
@@ -366,6 +413,25 @@ class _Batch:
         finally:
             projected.unpersist()
         return 0
+
+    def await_ddls(self, target: TargetId, bad: DataFrame) -> str | None:
+        """Hold each shard with early rows from its first one; the predicate of the rows
+        that go to the stash, or None."""
+        firsts = bad.groupBy("source", "db", "tbl").agg(
+            F.min("_okey").alias("first"), F.first("_reason").alias("why")
+        )
+        conds = []
+        for r in firsts.collect():
+            shard = ShardId(r["source"], r["db"], r["tbl"])
+            f = r["first"]
+            pos = [f["f"], f["p"], f["r"], f["t"], f["o"]]
+            reason = f"{r['why']}: waiting for the DDL that explains it"
+            self.execute(self.c.await_ddl(shard, pos, reason))
+            conds.append(
+                f"(source = {sql_str(shard.source)} AND db = {sql_str(shard.db)} AND "
+                f"tbl = {sql_str(shard.table)} AND _okey >= {position_sql(pos)})"
+            )
+        return " OR ".join(conds) or None
 
     # --- step 6: control events and decisions -------------------------------------------------
 

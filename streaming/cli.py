@@ -64,6 +64,9 @@ def _locks(args: argparse.Namespace) -> int:
             print(f"{'':55}{pending['shard']}: {pending['sql']}")
         if lock.get("conflict"):
             print(f"{'':55}conflict: {lock['conflict']}")
+    failed = store.failure()
+    if failed is not None:
+        print(f"the job stopped in batch {failed['batch']}: {failed['error']}")
     waiting = [c["words"] for c in store.inbox()]
     if waiting:
         print("commands waiting for the next batch: " + "; ".join(waiting))

@@ -88,7 +88,7 @@ def project_actions(
                 f"THEN {value_expr(col.type, got)} ELSE {fill} END"
             ).alias(f"_c_{col.key}")
         )
-    keep = [c for c in rows.columns if not c.startswith("_") or c == "_okey"]
+    keep = [c for c in rows.columns if not c.startswith("_") or c in ("_okey", "_version")]
     return df.select(
         *keep,
         *projected,

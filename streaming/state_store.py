@@ -63,8 +63,22 @@ class StateStore:
 
     def save(self, batch: int, data: dict[str, Any]) -> None:
         _write_atomic(self.root / "state" / f"{batch:012d}.json", data)
+        (self.root / "failed.json").unlink(missing_ok=True)
         for old in self._states()[:-20]:  # keep a short history for inspection
             (self.root / "state" / f"{old:012d}.json").unlink(missing_ok=True)
+
+    def save_failure(self, data: dict[str, Any]) -> None:
+        """What the coordinator saw when a batch stopped the job (a strict conflict): for
+        ``shardmerge locks`` and the operator. The batch itself runs again from the state
+        before it."""
+        _write_atomic(self.root / "failed.json", data)
+
+    def failure(self) -> dict[str, Any] | None:
+        path = self.root / "failed.json"
+        if not path.exists():
+            return None
+        data: dict[str, Any] = json.loads(path.read_text())
+        return data
 
     # --- operator commands ---------------------------------------------------------------
 

@@ -43,13 +43,13 @@ __all__ = ["SparkScenarioSession"]
 class SparkScenarioSession:
     """One broker and one SparkSession for any number of scenario files."""
 
-    def __init__(self, workdir: str | Path | None = None) -> None:
+    def __init__(self, workdir: str | Path | None = None, broker: Any = None) -> None:
         self._stack = contextlib.ExitStack()
         self.workdir = Path(workdir or self._stack.enter_context(tempfile.TemporaryDirectory()))
         from streaming import kafka_local
         from streaming.spark_session import build_spark
 
-        self.broker = self._stack.enter_context(
+        self.broker = broker or self._stack.enter_context(
             kafka_local.running("scenarios", self.workdir / "kafka")
         )
         self.spark = build_spark("shardmerge-scenarios")
@@ -221,7 +221,11 @@ class _Run:
     # --- observing -----------------------------------------------------------------------------
 
     def observe(self) -> Observation:
-        latest = StateStore(self.settings.checkpoint).latest()
+        store = StateStore(self.settings.checkpoint)
+        latest = store.latest()
+        failed = store.failure()
+        if failed is not None:
+            latest = (failed["batch"], failed)
         if latest is None:
             return Observation(None, [], [], self.error)
         _, data = latest
