@@ -109,6 +109,8 @@ class Coordinator:
         self.where: dict[ShardId, TargetId] = {}  # shard -> its target
         self.versions: dict[ShardId, int] = {}  # last table version per shard (ABA)
         self.ghosts: dict[ShardId, Ghost] = {}
+        # Routed tables whose rows came before their CREATE TABLE (another topic): held.
+        self.unregistered: dict[ShardId, Position] = {}
 
     # --- queries -----------------------------------------------------------------------
 
@@ -118,6 +120,9 @@ class Coordinator:
             return RowRoute("drop", reason=f"{kind.value} table")
         target = self.where.get(shard)
         if target is None:
+            route = self.router.route(shard)
+            if shard in self.unregistered and route is not None:
+                return RowRoute("hold", route.target, self.versions.get(shard, 0) + 1)
             return RowRoute("unknown", reason=f"table {shard} was never registered")
         st = self.targets[target].shards[shard]
         if st.held or st.awaiting is not None:
@@ -303,6 +308,8 @@ class Coordinator:
         t.shards[shard] = st
         self.where[shard] = tid
         RULES[t.mode].admit(t, st, ddl, out)
+        if self.unregistered.pop(shard, None) is not None and not st.held:
+            out.append(Release(tid, shard, version, None, st.project))
 
     def _on_alter(
         self, shard: ShardId, change: AlterTable, sql: str, position: Position, out: list[Decision]
@@ -346,7 +353,15 @@ class Coordinator:
         """Rows of ``shard`` from ``position`` on carry a schema change whose DDL has not
         arrived (Debezium orders no topic against another): keep them until it does."""
         st = self.shard_state(shard)
-        if st is None or st.held or st.awaiting is not None:
+        if st is None:
+            route = self.router.route(shard)
+            if route is None or shard in self.unregistered:
+                return []
+            self.unregistered[shard] = position
+            version = self.versions.get(shard, 0) + 1
+            why = f"rows of {shard} came before its CREATE TABLE: held until it arrives"
+            return [Hold(route.target, shard, version, position, why)]
+        if st.held or st.awaiting is not None:
             return []
         t = self.targets[self.where[shard]]
         t.seq += 1

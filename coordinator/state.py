@@ -40,6 +40,7 @@ def snapshot(c: Coordinator) -> dict[str, Any]:
         "version": VERSION,
         "targets": [_target_to_json(t) for t in c.targets.values()],
         "versions": [[str(s), v] for s, v in c.versions.items()],
+        "unregistered": [[str(s), p] for s, p in c.unregistered.items()],
         "ghosts": [
             [str(s), {"schema": schema_to_json(g.schema), "statements": g.statements}]
             for s, g in c.ghosts.items()
@@ -66,6 +67,7 @@ def restore(
         for shard in t.shards:
             c.where[shard] = t.id
     c.versions = {ShardId.parse(s): v for s, v in data["versions"]}
+    c.unregistered = {ShardId.parse(s): p for s, p in data.get("unregistered", [])}
     c.ghosts = {
         ShardId.parse(s): Ghost(schema_from_json(g["schema"]), list(g["statements"]))
         for s, g in data["ghosts"]

@@ -108,6 +108,18 @@ def in_global_order(controls: list[Any]) -> list[Any]:
     return [by_source[r["source"]].pop(0) for r in slots]
 
 
+def waiting_sql(waits: list[tuple[ShardId, list[Any]]], key: str) -> str:
+    """Rows of the given shards from the given positions on (``key``: the order key)."""
+    return (
+        " OR ".join(
+            f"(source = {sql_str(s.source)} AND db = {sql_str(s.db)} AND "
+            f"tbl = {sql_str(s.table)} AND {key} >= {position_sql(pos)})"
+            for s, pos in waits
+        )
+        or "false"
+    )
+
+
 def sql_str(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
@@ -349,7 +361,7 @@ class _Batch:
         stash = joined.filter(f"_action_route = 'hold' AND NOT ({late})")
         for target in sorted({r.target for r in routes.values() if r.target is not None}):
             if any(r.target == target and r.action in ("write", "hold") for r in routes.values()):
-                self.write_target(target, free.filter(F.col("_target") == str(target)), early=True)
+                self.write_target(target, free.filter(F.col("_target") == str(target)))
         if any(r.action == "hold" for r in routes.values()):
             self.append(
                 stash.select(
@@ -368,70 +380,91 @@ class _Batch:
             )
             setattr(self.stats, name, getattr(self.stats, name) + n)
         if any(r.action == "unknown" for r in routes.values()):
+            # Rows of a routed table whose CREATE TABLE has not arrived (it is on another
+            # topic): its first row starts a hold; this epoch's rows go to the stash now.
             unknown = joined.filter("_action_route = 'unknown'")
-            self.dead_letter_events(unknown, "row of a table shardmerge has no schema for")
+            firsts = unknown.groupBy("source", "db", "tbl").agg(F.min("_okey").alias("first"))
+            for r in firsts.collect():
+                f = r["first"]
+                shard = ShardId(r["source"], r["db"], r["tbl"])
+                self.execute(self.c.await_ddl(shard, [f["f"], f["p"], f["r"], f["t"], f["o"]], ""))
+            versions = {
+                s: self.c.route_row(s).version for s, r in routes.items() if r.action == "unknown"
+            }
+            version = (
+                "CASE "
+                + " ".join(
+                    f"WHEN source = {sql_str(s.source)} AND db = {sql_str(s.db)} AND "
+                    f"tbl = {sql_str(s.table)} THEN {v}"
+                    for s, v in versions.items()
+                )
+                + " END"
+            )
+            self.append(
+                unknown.select(
+                    *STASH_COLUMNS,
+                    F.expr(version).alias("version"),
+                    F.lit(self.batch).alias("batch"),
+                ).join(F.broadcast(self.targets_of(versions)), ["source", "db", "tbl"]),
+                self.p.stash_path,
+            )
 
     def write_target(
-        self, target: TargetId, rows: DataFrame, *, project_all: bool = False, early: bool = False
-    ) -> int:
-        """MERGE rows into a target. A row naming a column the target lacks is, with
-        ``early`` (fresh rows), ahead of a DDL that has not arrived: its shard waits for it
-        from that row on (the rows go to the stash); when replaying, a dead letter."""
+        self, target: TargetId, rows: DataFrame, *, project_all: bool = False, replay: bool = False
+    ) -> list[tuple[ShardId, list[Any]]]:
+        """MERGE rows into a target. A row naming a column the target lacks is ahead of a
+        DDL that has not arrived: its shard waits for it from that row on. Fresh rows from
+        there go to the stash; replayed ones stay in it. Returns where shards wait."""
         t = self.c.targets[target]
         schema = self.schemas.get(target)
         assert schema is not None
         projected = project_actions(rows, schema, t.extract, project_all).persist()
         try:
-            bad = projected.filter("_reason IS NOT NULL")
-            good = projected.filter("_reason IS NULL")
-            if early:
-                ahead = self.await_ddls(target, bad)
-                if ahead:
-                    self.append(
-                        projected.filter(ahead)
-                        .dropDuplicates(["topic", "partition", "offset"])
-                        .select(
-                            *STASH_COLUMNS,
-                            F.lit(str(target)).alias("target"),
-                            F.col("_version").alias("version"),
-                            F.lit(self.batch).alias("batch"),
-                        ),
-                        self.p.stash_path,
-                    )
-                    good = projected.filter(f"NOT ({ahead})")
-            else:
-                self.dead_letter_events(bad, None)
-            src = merge_source(good, schema)
-            slot = self.next_version()
+            waits = self.await_ddls(projected.filter("_reason IS NOT NULL"))
+            ahead = waiting_sql(waits, "_okey")
+            good = projected.filter(f"NOT ({ahead})") if waits else projected
+            if not replay:
+                self.append(
+                    projected.filter(ahead if waits else "false")
+                    .dropDuplicates(["topic", "partition", "offset"])
+                    .select(
+                        *STASH_COLUMNS,
+                        F.lit(str(target)).alias("target"),
+                        F.col("_version").alias("version"),
+                        F.lit(self.batch).alias("batch"),
+                    ),
+                    self.p.stash_path,
+                )
             self.sink.merge(
                 self.p.settings.table_path(target),
-                src,
+                merge_source(good, schema),
                 list(schema.primary_key) or list(schema.column_names()),
                 list(schema.column_names()),
-                slot,
+                self.next_version(),
             )
         finally:
             projected.unpersist()
-        return 0
+        return waits
 
-    def await_ddls(self, target: TargetId, bad: DataFrame) -> str | None:
-        """Hold each shard with early rows from its first one; the predicate of the rows
-        that go to the stash, or None."""
+    def targets_of(self, shards: dict[ShardId, int]) -> DataFrame:
+        rows = [(s.source, s.db, s.table, str(self.p.router.target(s))) for s in shards]
+        return self.spark.createDataFrame(
+            rows, "source string, db string, tbl string, target string"
+        )
+
+    def await_ddls(self, bad: DataFrame) -> list[tuple[ShardId, list[Any]]]:
+        """Each shard with rows ahead of a DDL waits from its first such row."""
         firsts = bad.groupBy("source", "db", "tbl").agg(
             F.min("_okey").alias("first"), F.first("_reason").alias("why")
         )
-        conds = []
+        waits = []
         for r in firsts.collect():
             shard = ShardId(r["source"], r["db"], r["tbl"])
             f = r["first"]
             pos = [f["f"], f["p"], f["r"], f["t"], f["o"]]
-            reason = f"{r['why']}: waiting for the DDL that explains it"
-            self.execute(self.c.await_ddl(shard, pos, reason))
-            conds.append(
-                f"(source = {sql_str(shard.source)} AND db = {sql_str(shard.db)} AND "
-                f"tbl = {sql_str(shard.table)} AND _okey >= {position_sql(pos)})"
-            )
-        return " OR ".join(conds) or None
+            self.execute(self.c.await_ddl(shard, pos, f"{r['why']}: waiting for its DDL"))
+            waits.append((shard, pos))
+        return waits
 
     # --- step 6: control events and decisions -------------------------------------------------
 
@@ -487,11 +520,16 @@ class _Batch:
         try:
             n = held.count()
             self.stats.replayed += n
-            self.write_target(
-                d.target, held.withColumn("_project", F.lit(d.project)), project_all=d.project
+            waits = self.write_target(
+                d.target,
+                held.withColumn("_project", F.lit(d.project)),
+                project_all=d.project,
+                replay=True,
             )
             crash_point("after_release")
-            self.sink.delete(self.p.stash_path, pred, self.next_version())
+            # Rows that turned out to be ahead of a further DDL stay in the stash.
+            keep = waiting_sql(waits, ORDER_KEY)
+            self.sink.delete(self.p.stash_path, f"({pred}) AND NOT ({keep})", self.next_version())
         finally:
             held.unpersist()
 

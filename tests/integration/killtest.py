@@ -55,9 +55,23 @@ def produce(bootstrap: str, source: str, shards: int, rows: int) -> dict[Any, di
     from streaming.producer import DebeziumProducer
     from streaming.workload import sharded_workload
 
+    from schemas import parse_ddl
+    from schemas.changes import AlterTable, ChangeColumn
+
     producer = DebeziumProducer(bootstrap, source)
     oracle: dict[Any, dict[str, Any]] = {}
+    table_of: dict[Any, tuple[str, str]] = {}
     for ev in sharded_workload(shards, rows, ddl_at=DDL, seed=7):
+        if ev.kind == "row" and ev.after is not None:
+            table_of[ev.after["id"]] = (ev.db, ev.table)
+        if ev.kind == "ddl":
+            # A rename moves the values of the shard's existing rows to the new name.
+            for change in parse_ddl(ev.statement or ""):
+                for spec in change.specs if isinstance(change, AlterTable) else ():
+                    if isinstance(spec, ChangeColumn):
+                        for key, row in oracle.items():
+                            if table_of.get(key) == (ev.db, ev.table) and spec.old_name in row:
+                                row[spec.column.name] = row.pop(spec.old_name)
         if ev.kind == "row":
             producer.row(ev.db, ev.table, ev.op, ev.before, ev.after, ev.schema)  # type: ignore[arg-type]
             if ev.op == "d":
