@@ -57,7 +57,7 @@ from schemas.changes import (
     TruncateTable,
 )
 from schemas.ddl import parse_ddl
-from schemas.errors import DDLError
+from schemas.errors import DDLError, ShardMergeError
 from streaming.config import Settings
 from streaming.delta_sink import APP_ID, DeltaSink
 from streaming.events.contract import EVENT_SCHEMA
@@ -220,20 +220,26 @@ class _Batch:
             # 4. control events
             controls = in_global_order(events.filter("op IN ('ddl', 't')").collect())
             self.stats.ddl = len(controls)
-            # 5. epochs
+            # 5. epochs: cut only at control events that decide something
+            effectful = self.probe(controls)
+            cuts = [r for r, e in zip(controls, effectful, strict=True) if e]
             rows = events.filter("op NOT IN ('ddl', 't')").withColumn(
-                "_epoch", F.expr(self.epoch_sql(controls))
+                "_epoch", F.expr(self.epoch_sql(cuts))
             )
             per_epoch = rows.groupBy("_epoch", "source", "db", "tbl").count().collect()
             self.stats.events = sum(r["count"] for r in per_epoch) + len(controls)
-            # 6. epochs: the rows of epoch j follow control event j - 1
+            # 6. epochs: the rows of epoch e follow the e-th deciding control event
+            epoch = 0
             for j in range(len(controls) + 1):
                 if j > 0:
                     self.control(controls[j - 1])
                     crash_point("after_ddl")
-                shards = [r for r in per_epoch if r["_epoch"] == j]
+                    if not effectful[j - 1]:
+                        continue
+                    epoch += 1
+                shards = [r for r in per_epoch if r["_epoch"] == epoch]
                 if shards:
-                    self.write_rows(rows.filter(F.col("_epoch") == j), shards)
+                    self.write_rows(rows.filter(F.col("_epoch") == epoch), shards)
                     crash_point("after_rows")
         finally:
             events.unpersist()
@@ -291,6 +297,24 @@ class _Batch:
             for j in reversed(range(len(controls)))
         ]
         return f"greatest(CASE {' '.join(own)} ELSE 0 END, CASE {' '.join(by_time)} ELSE 0 END)"
+
+    def probe(self, controls: list[Any]) -> list[bool]:
+        """Which control events decide something (hold, release, run DDL, ...), found on a
+        copy of the coordinator. Only those cut the rows into epochs: a DDL that decides
+        nothing (the third shard adding a column the target has) changes no write."""
+        probe = restore(
+            snapshot(self.c), self.p.router, self.p.settings.target_configs(),
+            self.p.settings.default_config(),
+        )  # fmt: skip
+        out = []
+        for r in controls:
+            shard = ShardId(r["source"], r["db"], r["tbl"])
+            sql = r["ddl"] if r["op"] == "ddl" else f"TRUNCATE TABLE `{r['tbl']}`"
+            try:
+                out.append(bool(probe.on_ddl(shard, sql, position_of(r))))
+            except ShardMergeError:
+                out.append(True)
+        return out
 
     def touched(self, r: Any) -> list[ShardId]:
         """Every table a control event changes: its own, and each table a multi-table
@@ -484,7 +508,24 @@ class _Batch:
         self.execute(decisions)
 
     def execute(self, decisions: list[Decision]) -> None:
-        for d in decisions:
+        i = 0
+        while i < len(decisions):
+            d = decisions[i]
+            if isinstance(d, Release):
+                # Consecutive replays of different shards of one target: one read, one MERGE.
+                group = [d]
+                while (
+                    i + 1 < len(decisions)
+                    and isinstance(decisions[i + 1], Release)
+                    and decisions[i + 1].target == d.target
+                    and decisions[i + 1].shard not in {g.shard for g in group}
+                ):
+                    i += 1
+                    group.append(decisions[i])  # type: ignore[arg-type]
+                self.release(group)
+                i += 1
+                continue
+            i += 1
             match d:
                 case CreateTarget():
                     self.sink.create(self.p.settings.table_path(d.target), d.schema)
@@ -500,32 +541,33 @@ class _Batch:
                     )
                 case Hold():
                     pass  # rows from its position on are stashed by write_rows
-                case Release():
-                    self.release(d)
 
-    def release(self, d: Release) -> None:
-        pred = (
-            f"target = {sql_str(str(d.target))} AND source = {sql_str(d.shard.source)} AND "
-            f"db = {sql_str(d.shard.db)} AND tbl = {sql_str(d.shard.table)} "
-            f"AND version = {d.version}"
-        )
-        if d.until is not None:
-            pred += f" AND {ORDER_KEY} < {position_sql(d.until)}"
+    def release(self, group: list[Release]) -> None:
+        """Replay held rows of one target's shards (before ``until`` each), then remove
+        them from the stash, except rows that turn out to wait for a further DDL."""
+        target = group[0].target
+        preds, projects = [], []
+        for d in group:
+            shard = (
+                f"source = {sql_str(d.shard.source)} AND db = {sql_str(d.shard.db)} "
+                f"AND tbl = {sql_str(d.shard.table)} AND version = {d.version}"
+            )
+            until = "" if d.until is None else f" AND {ORDER_KEY} < {position_sql(d.until)}"
+            preds.append(f"({shard}{until})")
+            projects.append(f"WHEN {shard} THEN {str(d.project).lower()}")
+        pred = f"target = {sql_str(str(target))} AND ({' OR '.join(preds)})"
         if not self.sink.exists(self.p.stash_path):
             self.next_version()
             self.next_version()
             return
         held = self.spark.read.format("delta").load(self.p.stash_path).filter(pred)
-        held = held.withColumn("_okey", F.expr(ORDER_KEY)).persist()
+        held = held.withColumn("_okey", F.expr(ORDER_KEY)).withColumn(
+            "_project", F.expr(f"CASE {' '.join(projects)} ELSE false END")
+        )
+        held = held.persist()
         try:
-            n = held.count()
-            self.stats.replayed += n
-            waits = self.write_target(
-                d.target,
-                held.withColumn("_project", F.lit(d.project)),
-                project_all=d.project,
-                replay=True,
-            )
+            self.stats.replayed += held.count()
+            waits = self.write_target(target, held, replay=True)
             crash_point("after_release")
             # Rows that turned out to be ahead of a further DDL stay in the stash.
             keep = waiting_sql(waits, ORDER_KEY)

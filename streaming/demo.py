@@ -45,7 +45,7 @@ def cli_main(argv: list[str]) -> int:
     parser.add_argument("--workdir", default=str(ROOT / ".state" / "demo"))
     parser.add_argument("--mode", choices=["optimistic", "pessimistic"], default="optimistic")
     parser.add_argument("--trigger", default="2 seconds", help="micro-batch interval")
-    parser.add_argument("--max-offsets", type=int, default=200_000, help="records per batch")
+    parser.add_argument("--max-offsets", type=int, default=25_000, help="records per batch")
     args = parser.parse_args(argv)
 
     from streaming import kafka_local
@@ -101,11 +101,13 @@ def cli_main(argv: list[str]) -> int:
                 if query.exception() is not None:
                     raise RuntimeError(str(query.exception()))
                 latest = store.latest()
-                if latest is None or latest[0] == last_batch:
-                    continue
-                last_batch, data = latest
-                last_stage, idle = _report(data, last_stage, producer.sent, idle, total["done"])
-                if total["done"] and idle >= 2:
+                if latest is not None and latest[0] != last_batch:
+                    last_batch, data = latest
+                    last_stage = _report(data, last_stage, producer.sent)
+                status = query.status
+                caught_up = not status["isDataAvailable"] and not status["isTriggerActive"]
+                idle = idle + 1 if total["done"] and caught_up else 0
+                if idle >= 3:
                     break
         finally:
             query.stop()
@@ -117,9 +119,7 @@ def cli_main(argv: list[str]) -> int:
     return 0
 
 
-def _report(
-    data: dict[str, Any], last_stage: str | None, sent: int, idle: int, done: bool
-) -> tuple[str, int]:
+def _report(data: dict[str, Any], last_stage: str | None, sent: int) -> str:
     stats = data["stats"]
     lock = (
         data["locks"][0] if data["locks"] else {"stage": "none", "blocked": [], "pending_ddl": []}
@@ -134,8 +134,8 @@ def _report(
     if lock["stage"] != last_stage:
         held = ", ".join(lock["blocked"][:4]) + (" ..." if len(lock["blocked"]) > 4 else "")
         say(f"           lock stage is now {lock['stage']}" + (f" (held: {held})" if held else ""))
-    idle = idle + 1 if done and stats["events"] == 0 else 0
-    return lock["stage"], idle
+    stage: str = lock["stage"]
+    return stage
 
 
 def _summary(spark: Any, settings: Settings, store: Any, produced: int, elapsed: float) -> None:
