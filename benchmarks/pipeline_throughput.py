@@ -70,7 +70,7 @@ def produce(
 
     producer = DebeziumProducer(bootstrap, source)
     started = time.time()
-    n = send_workload(producer, sharded_workload(shards, rows, ddl_at=ddl))
+    send_workload(producer, sharded_workload(shards, rows, ddl_at=ddl))
     producer.flush()
     return producer.sent, time.time() - started
 

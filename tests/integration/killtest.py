@@ -52,11 +52,10 @@ class Report:
 
 def produce(bootstrap: str, source: str, shards: int, rows: int) -> dict[Any, dict[str, Any]]:
     """Write the workload; return the oracle: final rows by primary key."""
-    from streaming.producer import DebeziumProducer
-    from streaming.workload import sharded_workload
-
     from schemas import parse_ddl
     from schemas.changes import AlterTable, ChangeColumn
+    from streaming.producer import DebeziumProducer
+    from streaming.workload import sharded_workload
 
     producer = DebeziumProducer(bootstrap, source)
     oracle: dict[Any, dict[str, Any]] = {}
