@@ -11,7 +11,9 @@ CREATE TABLE), then times, with Spark's batch Kafka source over every topic:
   materialised (``noop`` sink; a bare ``count()`` would let Spark prune the row images);
   run twice: the first run includes compiling the generated code.
 
-Rates are records or events per second of wall time on this machine (local[2]).
+Rates are records or events per second of wall time on this machine (local[2]); the
+Spark JVM's CPU time per event (from /proc) is printed too, since wall time on a shared
+2-core machine depends on what else runs.
 
     .venv/bin/python benchmarks/decode_throughput.py [--events 1000000] [--shards 16]
 
@@ -27,6 +29,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -47,12 +50,20 @@ class Result:
     dead: int
     decode_first_s: float
     decode_s: float
+    decode_cpu_s: float
 
 
 def _timed(action) -> float:  # type: ignore[no-untyped-def]
     start = time.monotonic()
     action()
     return time.monotonic() - start
+
+
+def _jvm_cpu_s(spark: SparkSession) -> float:
+    """User + system CPU seconds of the Spark JVM (driver and local executors)."""
+    pid = spark._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[union-attr]
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _noop(df: DataFrame) -> None:
@@ -85,7 +96,9 @@ def run_mode(
     read_s = _timed(lambda: _noop(raw.select("key", "value", "topic", "partition", "offset")))
     ev, dead = decode(raw, "debezium")
     decode_first_s = _timed(lambda: _noop(ev))
+    cpu = _jvm_cpu_s(spark)
     decode_s = _timed(lambda: _noop(ev))
+    decode_cpu_s = _jvm_cpu_s(spark) - cpu
     return Result(
         mode=f"schemas.enable={'on' if schemas_enable else 'off'}"
         f" (DECIMAL {'base64' if schemas_enable else 'string'})",
@@ -96,6 +109,7 @@ def run_mode(
         dead=dead.count(),
         decode_first_s=decode_first_s,
         decode_s=decode_s,
+        decode_cpu_s=decode_cpu_s,
     )
 
 
@@ -125,14 +139,15 @@ def main() -> None:
     print(
         "| mode | Kafka records | produce (records/s) | Kafka -> Spark read (records/s) "
         "| events | dead letters | decode, 1st run incl. codegen (events/s) "
-        "| decode, warm (events/s) |"
+        "| decode, warm (events/s) | decode, warm (JVM CPU µs/event) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         print(
             f"| {r.mode} | {r.records:,} | {r.records / r.produce_s:,.0f} "
             f"| {r.records / r.read_s:,.0f} | {r.events:,} | {r.dead:,} "
-            f"| {r.events / r.decode_first_s:,.0f} | {r.events / r.decode_s:,.0f} |"
+            f"| {r.events / r.decode_first_s:,.0f} | {r.events / r.decode_s:,.0f} "
+            f"| {r.decode_cpu_s / r.events * 1e6:,.1f} |"
         )
 
 

@@ -422,6 +422,9 @@ class Coordinator:
             self.versions[new] = st.version
             if old in t.ready:
                 t.ready[t.ready.index(old)] = new
+            if self.unregistered.pop(new, None) is not None and not st.held:
+                # Rows under the new name came before the rename itself: they follow it.
+                out.append(Release(tid, new, st.version, None, st.project))
             return
         schema = t.shards[old].schema
         self._drop(old, out)

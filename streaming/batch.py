@@ -108,6 +108,16 @@ def in_global_order(controls: list[Any]) -> list[Any]:
     return [by_source[r["source"]].pop(0) for r in slots]
 
 
+def _table_level(r: Any) -> bool:
+    if r["op"] != "ddl" or not r["ddl"]:
+        return False
+    try:
+        changes = parse_ddl(r["ddl"])
+    except DDLError:
+        return True
+    return any(not isinstance(c, AlterTable | TruncateTable) for c in changes)
+
+
 def waiting_sql(waits: list[tuple[ShardId, list[Any]]], key: str) -> str:
     """Rows of the given shards from the given positions on (``key``: the order key)."""
     return (
@@ -311,9 +321,12 @@ class _Batch:
             shard = ShardId(r["source"], r["db"], r["tbl"])
             sql = r["ddl"] if r["op"] == "ddl" else f"TRUNCATE TABLE `{r['tbl']}`"
             try:
-                out.append(bool(probe.on_ddl(shard, sql, position_of(r))))
+                decides = bool(probe.on_ddl(shard, sql, position_of(r)))
             except ShardMergeError:
-                out.append(True)
+                decides = True
+            # A statement that creates, renames or drops tables changes which rows are
+            # whose: rows under the new names must come after it.
+            out.append(decides or len(self.touched(r)) > 1 or _table_level(r))
         return out
 
     def touched(self, r: Any) -> list[ShardId]:

@@ -8,7 +8,8 @@ reference decoder :func:`streaming.events.decode_py.decode_record` and follows t
 rules (see that module): the tests decode every fixture with both and compare.
 
 How it runs: ``from_json`` with an explicit schema per format, then Spark SQL expressions
-(``transform``, ``aggregate``, ``to_json``, regexes, VARIANT) built by the internal
+(``transform``, ``aggregate``, ``to_json``, regexes, VARIANT for maxwell's untyped
+values and canal's converted ones) built by the internal
 modules ``streaming._decode.{debezium,canal,maxwell}``. No Python runs per row. Each
 record is parsed once; every check is a branch of one ``CASE``, the first failing check
 gives the dead letter's reason (``"<what> at <field path>"``), and every expression is
@@ -27,7 +28,8 @@ with the same field path; JSON syntax errors say "bad JSON (not parseable) at va
 without Python's position; scalars of the wrong JSON type inside the envelope (``"db":
 3``) are read as their text; DECIMAL values beyond 38 digits (Spark's limit) are dead
 letters; canal/maxwell topics without a configured source are dead letters (the
-reference raises ValueError, a configuration error).
+reference raises ValueError, a configuration error); maxwell's fractional numbers nested
+inside a JSON column stay numbers (the reference turns them into strings).
 """
 
 from __future__ import annotations

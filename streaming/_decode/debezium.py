@@ -5,17 +5,18 @@ of the checks below is the order in which the reference raises, so a record that
 in several ways gets the same reason from both. How each quirk is decoded in the JVM:
 
 - ``schemas.enable``: the value is parsed once with a schema holding both the bare
-  envelope and ``payload``; ``schema`` is parsed as a VARIANT (any JSON), from which the
-  row fields (``after``, else ``before``) give the DECIMAL scales and the fingerprint:
-  ``sha1`` of ``to_json`` of ``[[field, type, name, optional, parameters], ...]`` — a
-  VARIANT object prints its keys sorted, which is the reference's canonical JSON;
+  envelope and ``payload``; of ``schema`` only the envelope's fields and their row fields
+  are read (a struct), which give the DECIMAL scales and the fingerprint: ``sha1`` of the
+  canonical JSON of ``[[field, type, name, optional, parameters], ...]`` built with
+  ``concat`` (parameters sorted by key), the reference's ``fingerprint(_fp_form(...))``;
 - row images are kept as JSON text (``before``/``after`` parsed as STRING: Spark writes
-  the object's JSON back, numbers stay numbers), so one schema serves every table; only
-  when the schema names DECIMAL fields is the image parsed as ``map<string,variant>`` and
-  those fields replaced by the decimal string;
-- DECIMAL bytes: ``unbase64``, then the big-endian two's-complement bytes folded into a
-  DECIMAL(38,0) with ``aggregate`` (negative numbers through the inverted bytes, so
-  nothing overflows before 38 digits), then the point placed by ``scale`` as text;
+  the object back as compact JSON, numbers stay numbers), so one schema serves every
+  table. DECIMAL fields are replaced in that text (``instr`` of ``"col":``, then
+  ``replace``): no per-row map or VARIANT;
+- DECIMAL bytes: ``unbase64`` + ``hex``; up to 7 bytes ``conv`` to a BIGINT minus 2^(8n)
+  when negative, longer ones folded into a DECIMAL(38,0) with ``aggregate`` (negative
+  numbers through the inverted bytes); then the point placed by ``scale`` as text, as
+  ``format(Decimal(unscaled).scaleb(-scale), "f")``;
 - ``snapshot`` is a string ("true", "last", "incremental", ...);
 - several statements in one ``ddl``: a regex tokenizer (quotes, comments) and an
   ``aggregate`` that cuts at ``;`` outside them, as ``split_statements`` does.
@@ -79,6 +80,7 @@ PARSE_SCHEMA = (
 )
 
 _DB_LEVEL = r"(?i)^\s*(create|drop|alter)\s+(database|schema)\b"
+_NEEDS_ESCAPE = r'["\\\p{Cntrl}]'
 _WORD = r"(?U)[\w$]+"
 _ID_PART = r'"((?:[^"]|"")*)"'
 _ID_TEXT = "IF(coalesce({t}.previousId, '') != '', {t}.previousId, {t}.id)"
@@ -111,9 +113,10 @@ def stages(source_map: str) -> list[Stage]:
     )
     # _fp_form of the reference: [field, type, name, optional, parameters or {}] per row
     # field, as canonical JSON (compact; parameters with sorted keys).
+    param = f"concat({_json_str('p.key')}, ':', {_json_str('p.value')})"
     params = (
-        "IF(coalesce(size(f.parameters), 0) <= 0, '{}', "
-        "to_json(map_from_entries(array_sort(map_entries(f.parameters)))))"
+        "coalesce(concat('{', array_join(transform(array_sort(map_entries(f.parameters)), "
+        f"p -> {param}), ','), '}}'), '{{}}')"
     )
     fp_item = (
         f"concat('[', {_json_str('f.field')}, ',', {_json_str('f.type')}, ',', "
@@ -175,9 +178,14 @@ def _tombstone() -> str:
 
 
 def _json_str(expr: str) -> str:
-    """``expr`` as a JSON value: a quoted, escaped string, or ``null``."""
-    quoted = let(f"to_json(array({expr}))", "_js", "substr(_js, 2, length(_js) - 2)")
-    return f"IF({expr} IS NULL, 'null', {quoted})"
+    """``expr`` as a JSON value: a quoted string, or ``null``. Plain text is quoted by
+    ``concat``; only text needing escapes goes through ``to_json`` (a JSON generator per
+    call is the expensive part of the fingerprint)."""
+    escaped = let(f"to_json(array({expr}))", "_js", "substr(_js, 2, length(_js) - 2)")
+    return (
+        f"CASE WHEN {expr} IS NULL THEN 'null' WHEN {expr} rlike {lit(_NEEDS_ESCAPE)} "
+        f"THEN {escaped} ELSE concat('\"', {expr}, '\"') END"
+    )
 
 
 def _convert_stages() -> list[Stage]:
@@ -193,83 +201,94 @@ def _convert_stages() -> list[Stage]:
 
 def _conversions(image: str) -> str:
     """``struct(err, text)``: the first DECIMAL error of the image, and its text with
-    every DECIMAL replaced by its decimal string."""
+    every DECIMAL replaced by its decimal string.
+
+    Per DECIMAL field ``d``, in schema order, ``_f`` holds: ``pos`` where ``"col":``
+    starts (0: absent), ``c`` the first character of its value, ``s`` a string value's
+    text and ``dec`` its decimal string (computed once, used by both the check and the
+    replacement)."""
     text = f"_b.{image}"
-    errors = f"filter(transform(_dec, d -> {_decimal_error('d', text, image)}), e -> e IS NOT NULL)"
-    replaced = f"aggregate(_dec, {text}, (acc, d) -> {_decimal_replace('d', 'acc')})"
+    rest = f"substr({text}, _pos + length(d.key))"
+    located = let(
+        f"instr({text}, d.key)",
+        "_pos",
+        f"named_struct('d', d, 'pos', _pos, 'c', substr({rest}, 1, 1), "
+        f"'s', substring_index(substr({rest}, 2), '\"', 1), "
+        f"'token', regexp_extract({rest}, '^[^,}}]*', 0))",
+    )
+    valued = (
+        "transform(_loc, f -> named_struct('d', f.d, 'pos', f.pos, 'c', f.c, 's', f.s, "
+        "'token', f.token, 'dec', IF(f.pos > 0 AND f.c = '\"', "
+        f"{_decimal('f.s', 'try_cast(f.d.scale AS INT)')}, NULL)))"
+    )
+    errors = f"filter(transform(_f, f -> {_decimal_error(image)}), e -> e IS NOT NULL)"
+    replaced = (
+        f"aggregate(_f, {text}, (acc, f) -> IF(f.dec IS NULL, acc, "
+        "replace(acc, concat(f.d.key, '\"', f.s, '\"'), concat(f.d.key, '\"', f.dec, '\"'))))"
+    )
+    body = f"named_struct('err', {first(errors)}, 'text', {replaced})"
     return (
-        f"CASE WHEN size(_dec) > 0 AND {text} IS NOT NULL AND _b.op != 't' "
-        f"THEN named_struct('err', {first(errors)}, 'text', {replaced}) END"
+        f"CASE WHEN size(_dec) > 0 AND {text} IS NOT NULL AND _b.op != 't' THEN "
+        + let(f"transform(_dec, d -> {located})", "_loc", let(valued, "_f", body))
+        + " END"
     )
 
 
-def _value_at(d: str, text: str, body: str) -> str:
-    """Bind ``_at`` (where ``"col":`` starts in ``text``, 0 if absent), ``_c`` (the first
-    character of its value) and ``_s`` (a string value's text) in ``body``."""
-    after_key = f"substr({text}, _pos + length({d}.key))"
-    inner = let(
-        f"substr({after_key}, 1, 1)",
-        "_c",
-        let(f"substring_index(substr({after_key}, 2), '\"', 1)", "_s", body),
-    )
-    return let(f"instr({text}, {d}.key)", "_pos", inner)
-
-
-def _decimal_error(d: str, text: str, image: str) -> str:
-    at = f"concat(_at, '{image}.', {d}.field)"
-    token = f"regexp_extract(substr({text}, _pos + length({d}.key)), '^[^,}}]*', 0)"
-    body = case(
+def _decimal_error(image: str) -> str:
+    """The reference's checks of one DECIMAL value ``f`` (see ``_conversions``), in order."""
+    at = f"concat(_at, '{image}.', f.d.field)"
+    return case(
         [
-            ("_pos = 0 OR _c = 'n'", "NULL"),  # absent or null: nothing to decode
+            ("f.pos = 0 OR f.c = 'n'", "NULL"),  # absent or null: nothing to decode
             (
-                f"{d}.scale IS NULL OR NOT {d}.scale rlike '^-?[0-9]+$'",
+                "f.d.scale IS NULL OR NOT f.d.scale rlike '^-?[0-9]+$'",
                 "concat('DECIMAL without a scale parameter in the schema of ', "
-                f"{d}.field, ' at ', {at})",
+                f"f.d.field, ' at ', {at})",
             ),
             (
-                "_c != '\"'",
-                f"concat('DECIMAL is not base64 bytes (got ', {token}, ') at ', {at})",
+                "f.c != '\"'",
+                f"concat('DECIMAL is not base64 bytes (got ', f.token, ') at ', {at})",
             ),
             (
-                f"NOT _s rlike {lit(_BASE64)}",
-                f"concat('DECIMAL ', {pyrepr('_s')}, ' is not base64 at ', {at})",
+                f"NOT f.s rlike {lit(_BASE64)}",
+                f"concat('DECIMAL ', {pyrepr('f.s')}, ' is not base64 at ', {at})",
             ),
             (
-                f"{_decimal('_s', f'try_cast({d}.scale AS INT)')} IS NULL",
-                f"concat('DECIMAL ', {pyrepr('_s')}, ' has more than 38 digits at ', {at})",
+                "f.dec IS NULL",
+                f"concat('DECIMAL ', {pyrepr('f.s')}, ' has more than 38 digits at ', {at})",
             ),
         ]
     )
-    return _value_at(d, text, body)
-
-
-def _decimal_replace(d: str, text: str) -> str:
-    value = _decimal("_s", f"try_cast({d}.scale AS INT)")
-    body = (
-        f"IF(_pos > 0 AND _c = '\"', replace({text}, concat({d}.key, '\"', _s, '\"'), "
-        f"concat({d}.key, '\"', {value}, '\"')), {text})"
-    )
-    return _value_at(d, text, body)
 
 
 def _decimal(s: str, scale: str) -> str:
     """The decimal string of base64 two's-complement bytes ``s`` at ``scale``, as
-    ``format(Decimal(unscaled).scaleb(-scale), "f")``; NULL if not base64 or > 38 digits."""
+    ``format(Decimal(unscaled).scaleb(-scale), "f")``; NULL if not base64 or > 38 digits.
+
+    Up to 7 bytes (DECIMAL(16) and below) the unscaled value fits a BIGINT: ``conv`` of
+    the hex, minus 2^(8n) when the sign bit is set. Longer values are folded byte by byte
+    into a DECIMAL(38,0), negative ones through the inverted bytes (-(~x) - 1)."""
     byte = "CAST(conv(substr(_h, 2 * _i + 1, 2), 16, 10) AS INT)"
-    magnitude = (
-        "IF(length(_h) = 0, CAST(0 AS DECIMAL(38,0)), aggregate(sequence(0, length(_h) div 2 - 1), "
-        "CAST(0 AS DECIMAL(38,0)), (_acc, _i) -> CAST(try_add(try_multiply(_acc, 256), "
-        f"IF(_neg, 255 - {byte}, {byte})) AS DECIMAL(38,0))))"
+    folded = (
+        "aggregate(sequence(0, length(_h) div 2 - 1), CAST(0 AS DECIMAL(38,0)), "
+        "(_acc, _i) -> CAST(try_add(try_multiply(_acc, 256), "
+        f"IF(_neg, 255 - {byte}, {byte})) AS DECIMAL(38,0)))"
     )
-    digits = f"CAST(IF(_neg, try_add({magnitude}, 1), {magnitude}) AS STRING)"
+    small = "abs(CAST(conv(_h, 16, 10) AS BIGINT) - IF(_neg, shiftleft(1L, 4 * length(_h)), 0L))"
+    digits = (
+        "CASE WHEN length(_h) = 0 THEN '0' "
+        f"WHEN length(_h) <= 14 THEN CAST({small} AS STRING) "
+        f"ELSE CAST(IF(_neg, try_add({folded}, 1), {folded}) AS STRING) END"
+    )
     point = (
         "CASE WHEN _d IS NULL OR _k IS NULL THEN NULL "
-        "WHEN _k >= 0 THEN "
+        "WHEN _k = 0 THEN concat(IF(_neg, '-', ''), _d) "
+        "WHEN _k > 0 THEN "
         + let(
             "lpad(_d, greatest(length(_d), _k + 1), '0')",
             "_p",
-            "concat(IF(_neg, '-', ''), substr(_p, 1, length(_p) - _k), "
-            "IF(_k > 0, concat('.', substr(_p, length(_p) - _k + 1)), ''))",
+            "concat(IF(_neg, '-', ''), substr(_p, 1, length(_p) - _k), '.', "
+            "substr(_p, length(_p) - _k + 1))",
         )
         + " WHEN _d = '0' THEN '0' "
         "ELSE concat(IF(_neg, '-', ''), _d, repeat('0', -_k)) END"
