@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -240,7 +240,8 @@ def _decimal(value: Any, f: ConnectField, at: str) -> str:
     except (binascii.Error, ValueError):
         raise DecodeError(f"DECIMAL {value!r} is not base64", at) from None
     unscaled = int.from_bytes(raw, "big", signed=True)
-    return format(Decimal(unscaled).scaleb(-int(scale_text)), "f")
+    # MySQL DECIMAL has up to 65 digits; Python's default context keeps 28.
+    return format(Decimal(unscaled).scaleb(-int(scale_text), Context(prec=66)), "f")
 
 
 # --- the schema-change topic ------------------------------------------------------------
