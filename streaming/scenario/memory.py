@@ -68,7 +68,7 @@ class MemoryEngine:
             assert step.shard is not None and step.sql is not None
             self.sql(ShardId.parse(step.shard), step.sql, position)
         elif kind in ("insert", "update", "delete"):
-            self.row(self.upstream_event(ShardId.parse(step.shard or ""), step), position)
+            self.row(self.upstream.step(ShardId.parse(step.shard or ""), step), position)
         if self.roundtrip:
             self.check_roundtrip()
 
@@ -87,14 +87,6 @@ class MemoryEngine:
             return
         self.upstream.ddl(shard, sql)
         self.execute(self.coordinator.on_ddl(shard, sql, position))
-
-    def upstream_event(self, shard: ShardId, step: Step) -> RowEvent:
-        if step.insert is not None:
-            return self.upstream.insert(shard, step.insert)
-        if step.update is not None:
-            return self.upstream.update(shard, step.update.key, step.update.set)
-        assert step.delete is not None
-        return self.upstream.delete(shard, step.delete)
 
     def row(self, event: RowEvent, position: int) -> None:
         route = self.coordinator.route_row(event.shard)

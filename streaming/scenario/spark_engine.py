@@ -173,18 +173,10 @@ class _Run:
                     shard.db, shard.table, step.sql, table.schema if table else None
                 )
         else:
-            event = self.upstream_event(shard, step)
+            event = self.upstream.step(shard, step)
             self.send(event)
         # Distinct source timestamps keep the global order of the file's steps.
         time.sleep(0.002)
-
-    def upstream_event(self, shard: ShardId, step: Step) -> RowEvent:
-        if step.insert is not None:
-            return self.upstream.insert(shard, step.insert)
-        if step.update is not None:
-            return self.upstream.update(shard, step.update.key, step.update.set)
-        assert step.delete is not None
-        return self.upstream.delete(shard, step.delete)
 
     def send(self, e: RowEvent) -> None:
         op = {"insert": "c", "update": "u", "delete": "d"}[e.op]

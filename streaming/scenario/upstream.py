@@ -156,6 +156,14 @@ class Upstream:
         del t.rows[t.key_of(before)]
         return RowEvent(shard, "delete", dict(before), None, t.schema)
 
+    def step(self, shard: ShardId, step: Any) -> RowEvent:
+        """The row event of a scenario's ``insert``/``update``/``delete`` step."""
+        if step.insert is not None:
+            return self.insert(shard, step.insert)
+        if step.update is not None:
+            return self.update(shard, step.update.key, step.update.set)
+        return self.delete(shard, step.delete)
+
     def _find(self, t: UpTable, shard: ShardId, key: dict[str, Any]) -> dict[str, Any]:
         lowered = {k.lower(): v for k, v in key.items()}
         for row in t.rows.values():
