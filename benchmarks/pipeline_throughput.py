@@ -86,15 +86,20 @@ def settings(bootstrap: str, source: str, work: Path, mode: str, max_offsets: in
     )
 
 
-def raw_rate(spark: Any, bootstrap: str, source: str) -> tuple[int, float]:
-    from streaming.decode import decode
-
-    started = time.time()
-    df = (
+def read_all(spark: Any, bootstrap: str, source: str) -> Any:
+    """Every record of the source's topics, as one Spark batch read."""
+    return (
         spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
         .option("subscribePattern", source + r"(\..*)?").option("startingOffsets", "earliest")
         .load()
     )  # fmt: skip
+
+
+def raw_rate(spark: Any, bootstrap: str, source: str) -> tuple[int, float]:
+    from streaming.decode import decode
+
+    started = time.time()
+    df = read_all(spark, bootstrap, source)
     events, _ = decode(df, "debezium")
     n = events.count()
     return n, time.time() - started
@@ -117,11 +122,7 @@ def plain_merge(
     path = str(work / "plain")
     sink.create(path, schema)
     started = time.time()
-    df = (
-        spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribePattern", source + r"(\..*)?").option("startingOffsets", "earliest")
-        .load()
-    )  # fmt: skip
+    df = read_all(spark, bootstrap, source)
     events, _ = decode(df, "debezium")
     rows = events.filter("op NOT IN ('ddl', 't')").withColumn(
         "_okey",

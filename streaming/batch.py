@@ -88,6 +88,11 @@ def position_of(row: Any) -> list[Any]:
     ]
 
 
+def okey_position(okey: Any) -> list[Any]:
+    """The position of an ``_okey`` struct read back on the driver."""
+    return [okey["f"], okey["p"], okey["r"], okey["t"], okey["o"]]
+
+
 def position_sql(position: list[Any]) -> str:
     f, p, r, t, o = position
     return (
@@ -276,7 +281,7 @@ class _Batch:
         dead = dead_parts[0]
         for d in dead_parts[1:]:
             dead = dead.unionByName(d)
-        self.append(dead, self.p.settings.dead_letters(), count="dead_letters")
+        self.append(dead, self.p.settings.dead_letters())
         events = parts[0]
         for e in parts[1:]:
             events = events.unionByName(e)
@@ -408,7 +413,6 @@ class _Batch:
                     F.lit(self.batch).alias("batch"),
                 ),
                 self.p.stash_path,
-                count="held",
             )
         counts = {(r["source"], r["db"], r["tbl"]): r["count"] for r in shards}
         for action, name in (("drop", "dropped"), ("write", "written"), ("hold", "held")):
@@ -424,7 +428,7 @@ class _Batch:
             for r in firsts.collect():
                 f = r["first"]
                 shard = ShardId(r["source"], r["db"], r["tbl"])
-                self.execute(self.c.await_ddl(shard, [f["f"], f["p"], f["r"], f["t"], f["o"]], ""))
+                self.execute(self.c.await_ddl(shard, okey_position(f), ""))
             versions = {
                 s: self.c.route_row(s).version for s, r in routes.items() if r.action == "unknown"
             }
@@ -498,7 +502,7 @@ class _Batch:
         for r in firsts.collect():
             shard = ShardId(r["source"], r["db"], r["tbl"])
             f = r["first"]
-            pos = [f["f"], f["p"], f["r"], f["t"], f["o"]]
+            pos = okey_position(f)
             self.execute(self.c.await_ddl(shard, pos, f"{r['why']}: waiting for its DDL"))
             waits.append((shard, pos))
         return waits
@@ -594,7 +598,7 @@ class _Batch:
         self.slot += 1
         return self.batch * SLOTS_PER_BATCH + self.slot
 
-    def append(self, df: DataFrame, path: str, count: str | None = None) -> None:
+    def append(self, df: DataFrame, path: str) -> None:
         """Append with this write slot's transaction version; an empty frame writes nothing
         (the slot is used all the same, so slot numbers do not depend on data)."""
         version = self.next_version()

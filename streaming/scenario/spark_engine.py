@@ -14,7 +14,6 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -228,7 +227,7 @@ class _Run:
         path = self.settings.table_path(self.target)
         if schema is not None and Path(path).exists():
             df = self.s.spark.read.format("delta").load(path)
-            rows = [{k: _py(v) for k, v in r.asDict().items()} for r in df.collect()]
+            rows = [r.asDict() for r in df.collect()]
         locks = []
         for lock in data.get("locks", []):
             locks.append(
@@ -251,12 +250,6 @@ class _Run:
         if sorted(c.lower() for c in delta_cols) != sorted(c.key for c in seen.schema.columns):
             return [f"Delta columns {delta_cols} differ from the target schema {seen.columns()}"]
         return []
-
-
-def _py(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return value
-    return value
 
 
 def _root_message(e: BaseException) -> str:
