@@ -141,9 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
     srun.add_argument(
         "--engine",
         default="memory",
-        choices=["memory", "spark"],
+        choices=["memory", "spark", "mariadb"],
         help="memory: in-process, no Kafka or Spark (default); spark: real Kafka broker, "
-        "the streaming job with AvailableNow, a Delta table",
+        "the streaming job with AvailableNow, a Delta table; mariadb: the steps run as SQL "
+        "on real MariaDB shards captured by Debezium on Kafka Connect, then as spark, and "
+        "the Delta table is also checked against the shards' own rows",
     )
     srun.set_defaults(func=_scenario_run)
 

@@ -19,7 +19,7 @@ from schemas.model import TableSchema
 from streaming.scenario.model import Expect
 from streaming.scenario.values import canonical
 
-__all__ = ["Observation", "check", "observe"]
+__all__ = ["Observation", "check", "observe", "row_key", "sorted_rows"]
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def _normal_type(text: str) -> str:
         return text.upper()
 
 
-def _row_key(row: dict[str, Any]) -> str:
+def row_key(row: dict[str, Any]) -> str:
     return json.dumps(
         {k: canonical(v) for k, v in sorted(row.items())}, sort_keys=True, default=str
     )
@@ -102,8 +102,8 @@ def check(expect: Expect, seen: Observation, where: str) -> list[str]:
             lowered = {k.lower(): v for k, v in row.items()}
             return {n: lowered.get(n.lower()) for n in names}
 
-        got = Counter(_row_key(project(r)) for r in seen.rows)
-        want_rows = Counter(_row_key(project(r)) for r in expect.rows)
+        got = Counter(row_key(project(r)) for r in seen.rows)
+        want_rows = Counter(row_key(project(r)) for r in expect.rows)
         if got != want_rows:
             missing = sorted((want_rows - got).elements())
             extra = sorted((got - want_rows).elements())
@@ -123,4 +123,4 @@ def check(expect: Expect, seen: Observation, where: str) -> list[str]:
 
 
 def sorted_rows(seen: Observation) -> list[dict[str, Any]]:
-    return sorted(({k: canonical(v) for k, v in r.items()} for r in seen.rows), key=_row_key)
+    return sorted(({k: canonical(v) for k, v in r.items()} for r in seen.rows), key=row_key)

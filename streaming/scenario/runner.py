@@ -67,7 +67,7 @@ def run_memory(scenario: Scenario, *, roundtrip: bool = False) -> ScenarioResult
     return ScenarioResult(scenario.name, engine.name, not failures, output, invalid=invalid)
 
 
-ENGINES = ("memory", "spark")
+ENGINES = ("memory", "spark", "mariadb")
 
 
 def run_files(
@@ -93,6 +93,10 @@ def run_files(
         from streaming.scenario.spark_engine import run_spark_files
 
         ran = iter(run_spark_files(scenarios))
+    elif engine == "mariadb" and scenarios:
+        from streaming.scenario.mariadb_engine import run_mariadb_files
+
+        ran = iter(run_mariadb_files(scenarios))
     else:
         ran = (run_memory(s) for s in scenarios)
     results = []

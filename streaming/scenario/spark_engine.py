@@ -75,21 +75,30 @@ class _Run:
         self.run_id = "r" + uuid.uuid4().hex[:8]
         self.root = session.workdir / self.run_id
         self.target = TargetId.parse(scenario.target)
-        extract = scenario.extract.model_dump() if scenario.extract else {}
-        self.settings = Settings(
-            kafka=KafkaSettings(bootstrap=session.broker.bootstrap),
-            sources=[SourceSettings(format="debezium", pattern=f"{self.run_id}_.*")],
-            routes=[RouteSettings(target=scenario.target, extract=ExtractSettings(**extract))],
-            targets={scenario.target: TargetSettings(mode=scenario.mode, strict=scenario.strict)},
-            sink=SinkSettings(path=str(self.root / "lake")),
-            checkpoint=str(self.root / "checkpoint"),
-        )
+        self.settings = self.job_settings()
         self.upstream = Upstream()
         self.producers: dict[str, DebeziumProducer] = {}
         self.make_producer = lambda source: DebeziumProducer(
             session.broker.bootstrap, source, topic_namespace=f"{self.run_id}_"
         )
         self.error: str | None = None
+
+    engine = "spark"
+
+    def job_settings(
+        self, pattern: str | None = None, routes: list[RouteSettings] | None = None
+    ) -> Settings:
+        """The job's settings for this file: its own topics, Delta tables and checkpoint."""
+        scenario = self.scenario
+        extract = ExtractSettings(**(scenario.extract.model_dump() if scenario.extract else {}))
+        return Settings(
+            kafka=KafkaSettings(bootstrap=self.s.broker.bootstrap),
+            sources=[SourceSettings(format="debezium", pattern=pattern or f"{self.run_id}_.*")],
+            routes=routes or [RouteSettings(target=scenario.target, extract=extract)],
+            targets={scenario.target: TargetSettings(mode=scenario.mode, strict=scenario.strict)},
+            sink=SinkSettings(path=str(self.root / "lake")),
+            checkpoint=str(self.root / "checkpoint"),
+        )
 
     # --- names ---------------------------------------------------------------------------
 
@@ -103,11 +112,7 @@ class _Run:
     def run(self) -> ScenarioResult:
         failures: list[str] = []
         invalid = False
-        for name, sql in self.scenario.shards.items():
-            shard = ShardId.parse(name)
-            schema = parse_create_table(sql)
-            self.upstream.create(shard, schema)
-            self.producer(shard.source).ddl(shard.db, shard.table, sql, schema)
+        self.begin()
         for index, step in enumerate(self.scenario.steps):
             try:
                 self.step(step)
@@ -133,10 +138,11 @@ class _Run:
         ):
             failures.append(f"run stopped: {self.error}")
         failures += self.delta_matches_coordinator(seen)
+        failures += self.finish(seen)
         output = {
             "name": self.scenario.name,
             "ok": not failures,
-            "engine": "spark",
+            "engine": self.engine,
             "columns": seen.columns(),
             "primary_key": list(seen.schema.primary_key) if seen.schema else [],
             "rows": sorted_rows(seen),
@@ -146,7 +152,21 @@ class _Run:
         }
         for p in self.producers.values():
             p.flush()
-        return ScenarioResult(self.scenario.name, "spark", not failures, output, invalid=invalid)
+        self.producers.clear()  # no client outlives the run (and retries a stopped broker)
+        name = self.scenario.name
+        return ScenarioResult(name, self.engine, not failures, output, invalid=invalid)
+
+    def begin(self) -> None:
+        """Create the file's initial shard tables upstream."""
+        for name, sql in self.scenario.shards.items():
+            shard = ShardId.parse(name)
+            schema = parse_create_table(sql)
+            self.upstream.create(shard, schema)
+            self.producer(shard.source).ddl(shard.db, shard.table, sql, schema)
+
+    def finish(self, seen: Observation) -> list[str]:
+        """Checks an engine adds after the run (none here)."""
+        return []
 
     def step(self, step: Step) -> None:
         kind = step.kind

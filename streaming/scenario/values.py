@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -32,8 +34,24 @@ def fill_value(column: Column) -> Any:
     return literal_value(column.fill_sql())
 
 
+_DATETIME = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?$")
+
+
+def canonical_datetime(text: str) -> str:
+    """``2026-11-26 03:04:05.120`` -> ``2026-11-26 03:04:05.12``: no trailing fraction zeros."""
+    text = text.replace("T", " ", 1)
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
 def canonical(value: Any) -> Any:
-    """A value in the form expectations compare: integral numbers as int, decimals as str."""
+    """A value in the form expectations compare: integral numbers as int, decimals as str,
+    datetimes as ``YYYY-MM-DD hh:mm:ss[.fraction]`` without trailing zeros, dates ISO."""
+    if isinstance(value, dt.datetime):
+        return canonical_datetime(value.replace(tzinfo=None).isoformat(sep=" "))
+    if isinstance(value, dt.date):
+        return value.isoformat()
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, float) and value.is_integer():
@@ -43,6 +61,8 @@ def canonical(value: Any) -> Any:
             return int(value)
         return str(value.normalize())
     if isinstance(value, str):
+        if _DATETIME.match(value):
+            return canonical_datetime(value)
         try:
             d = Decimal(value)
         except InvalidOperation:
