@@ -3,7 +3,8 @@
 Verbs: ``run`` (the streaming job), ``locks`` and ``unlock`` (operate a running job's
 shard DDL locks), ``demo`` (the embedded default: local Kafka, a sharded workload with a
 DDL rollout, Delta), ``scenario run`` (scenario files on an engine), ``produce`` (a
-sharded Debezium workload to Kafka), ``kafka start|stop|status`` (a local broker).
+sharded Debezium workload to Kafka), ``kafka start|stop|status`` (a local broker),
+``upstream start|stop|status`` (local MariaDB servers captured by Debezium on Kafka Connect).
 Human-readable progress goes to stderr; machine-readable results to stdout.
 """
 
@@ -162,6 +163,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     kafka.add_argument("rest", nargs=argparse.REMAINDER)
     kafka.set_defaults(func=_forward("streaming.kafka_local"))
+
+    upstream = verbs.add_parser(
+        "upstream",
+        help="local MariaDB servers captured by Debezium on Kafka Connect: start|stop|status",
+        add_help=False,
+    )
+    upstream.add_argument("rest", nargs=argparse.REMAINDER)
+    upstream.set_defaults(func=_forward("streaming.upstream_local"))
     return parser
 
 
@@ -169,6 +178,7 @@ FORWARDED = {
     "demo": "streaming.demo",
     "produce": "streaming.producer",
     "kafka": "streaming.kafka_local",
+    "upstream": "streaming.upstream_local",
 }
 
 
