@@ -54,7 +54,9 @@ class SourceSettings(_Frozen):
 
     format: Literal["debezium", "canal", "maxwell"] = "debezium"
     topics: list[str] = Field(default_factory=list, description="topic names")
-    pattern: str | None = Field(None, description="a topic regex instead of names")
+    pattern: str | None = Field(
+        None, description="a regex of whole topic names (Java syntax), instead of names"
+    )
     source: str | None = Field(
         None, description="the source id for canal/maxwell topics (Debezium carries its own)"
     )

@@ -18,7 +18,7 @@ from pyspark.sql.streaming import StreamingQuery
 from streaming.batch import BatchProcessor
 from streaming.config import Settings, load_settings
 
-__all__ = ["build_query", "main", "read_kafka"]
+__all__ = ["anchored", "build_query", "main", "read_kafka"]
 
 log = logging.getLogger("shardmerge.job")
 
@@ -38,7 +38,7 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
             .option("kafka.metadata.max.age.ms", "5000")
         )
         if source.pattern:
-            reader = reader.option("subscribePattern", source.pattern)
+            reader = reader.option("subscribePattern", anchored(source.pattern))
         else:
             reader = reader.option("subscribe", ",".join(source.topics))
         if settings.kafka.max_offsets_per_trigger:
@@ -50,6 +50,17 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
     for other in frames[1:]:
         df = df.unionByName(other)
     return df
+
+
+def anchored(pattern: str) -> str:
+    """``pattern`` matching whole topic names only.
+
+    Spark's Kafka source keeps a topic when the pattern is *found* in its name (Scala
+    ``findFirstIn``), unlike Kafka's consumer, which matches the whole name: ``s1`` would
+    also read ``s1-schemahistory``, Debezium's internal schema history, and ``orders``
+    every topic containing it. The settings promise whole-name matching, as Kafka does.
+    """
+    return f"^(?:{pattern})$"
 
 
 def build_query(

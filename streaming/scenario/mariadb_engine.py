@@ -248,7 +248,7 @@ class _MariaRun(_Run):
                 late = [s for s in self.sources if self.seen_marker.get(s, -1) < self.marker]
                 raise ShardMergeError(
                     f"Debezium did not capture source(s) {', '.join(late)} within "
-                    f"{CAPTURE_TIMEOUT_S:.0f} s; see the Connect log under {self.up.base}"
+                    f"{CAPTURE_TIMEOUT_S:.0f} s; see the Connect log {self.up.connect_log}"
                 )
             msg = self.consumer.poll(0.5)
             if msg is None or msg.error() or msg.value() is None:
@@ -286,6 +286,8 @@ class _MariaRun(_Run):
         want = Counter(row_key(r) for r in self.oracle(seen))
         got = Counter(row_key(r) for r in seen.rows)
         if want == got:
+            print(f"    oracle: the {len(seen.rows)} downstream rows equal the shards' own rows",
+                  file=sys.stderr)  # fmt: skip
             return []
         missing = sorted((want - got).elements())
         extra = sorted((got - want).elements())

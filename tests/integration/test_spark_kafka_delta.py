@@ -103,3 +103,39 @@ def test_delta_write_read_merge(spark: SparkSession, tmp_path: Path) -> None:
     assert [tuple(r) for r in rows] == [(1, "a"), (2, "B"), (3, "c")]
     operations = [r.operation for r in table.history().orderBy("version").collect()]
     assert operations == ["WRITE", "MERGE"]
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+def test_source_pattern_matches_whole_topic_names(
+    spark: SparkSession, kafka: KafkaBroker, tmp_path: Path
+) -> None:
+    """Spark finds a subscribePattern anywhere in a topic name; the job's settings mean the
+    whole name (a connector's ``s1`` must not read Debezium's ``s1-schemahistory``)."""
+    from streaming.config import KafkaSettings, Settings
+    from streaming.job import read_kafka
+
+    stem = f"pat{abs(hash(tmp_path)) % 10**8}"
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    for name in (f"{stem}_s1", f"{stem}_s1-schemahistory", f"x{stem}_s1", f"{stem}_s1.db.t"):
+        producer.produce(name, value=name.encode())
+    assert producer.flush(30) == 0
+    settings = Settings.model_validate(
+        {
+            "kafka": KafkaSettings(bootstrap=kafka.bootstrap),
+            "sources": [{"pattern": rf"{stem}_s1(\..+)?"}],
+            "routes": [{"target": "db.t"}],
+            "sink": {"path": str(tmp_path / "lake")},
+            "checkpoint": str(tmp_path / "checkpoint"),
+        }
+    )
+    seen: list[str] = []
+    query = (
+        read_kafka(spark, settings)
+        .writeStream.trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .foreachBatch(lambda df, _: seen.extend(r.topic for r in df.select("topic").collect()))
+        .start()
+    )
+    query.awaitTermination(120)
+    assert sorted(seen) == [f"{stem}_s1", f"{stem}_s1.db.t"]
