@@ -17,15 +17,23 @@ REPLICATION SLAVE, REPLICATION CLIENT`` (on MariaDB 10.5+ ``REPLICATION CLIENT``
 name of ``BINLOG MONITOR``, which is what ``SHOW MASTER STATUS``/``SHOW BINARY LOGS`` need;
 nothing more was needed).
 
-Does Debian 12's MariaDB 10.11 work with Debezium 3.6.1? With the **MySQL** connector
-(``MySqlConnector``), yes: Debezium's MariaDB connector is not on the Maven Central this
-project reaches. Two things were needed: each server reports ``5.5.5-<version>`` from
-``VERSION()`` (see :func:`_reported_version`), and the worker is Kafka Connect 4.3.1, since
-Debezium 3.6.1 needs a class Kafka 4.4 moved. It snapshots, streams inserts, updates,
-deletes, truncates and DDL; positions are binlog file/pos (``source.gtid`` null). Measured
-on 2 cores: a fresh server 1.5-4 s (0.4 s on an existing data dir), the worker 6 s, a
-connector to streaming ~2 s, stop < 1 s; RSS ~100 MB per server, ~580 MB for the worker.
-docs/upstream.md has the details and what the messages look like.
+Which Debezium captures the servers (``SHARDMERGE_DEBEZIUM``, ``connector=``,
+``--connector``):
+
+- ``mariadb`` (default): Debezium's own ``MariaDbConnector``, **3.5.0.Final**: the Maven
+  Central this project reaches serves no 3.6.x of ``debezium-connector-mariadb``. It works
+  with Debian 12's MariaDB 10.11 as it is (``database.ssl.mode=disable``); ``source.gtid``
+  carries MariaDB's GTID (``0-1-8``), ``source.connector`` is ``"mariadb"``.
+- ``mysql``: Debezium **3.6.1**'s ``MySqlConnector``, which needs each server to report
+  ``5.5.5-<version>`` from ``VERSION()`` (see :func:`_reported_version`; otherwise it takes
+  "10.11" for a MySQL newer than 8.4 and gives up); ``source.gtid`` is null.
+
+Both run on a Kafka Connect **4.3.1** worker: Debezium 3.5/3.6 call a class Kafka 4.4
+moved. Either snapshots, streams inserts, updates, deletes, truncates and DDL, with binlog
+file/pos positions. Measured on 2 cores: a fresh server 1.5-4 s (0.4 s on an existing
+data dir), the worker 6 s, a connector to streaming ~2 s, stop < 1 s; RSS ~100 MB per
+server, ~580 MB for the worker. docs/upstream.md has the details and what the messages
+look like.
 
 Event shape (what :meth:`Upstream.add_connector` configures): ``topic.prefix`` is the
 source id, so ``source.name`` is e.g. ``s1``; a RegexRouter prefixes every *record* topic
@@ -94,7 +102,16 @@ __all__ = [
 ]
 
 DEFAULT_BASE_DIR = Path(".state/upstream")
-CONNECTOR_CLASS = "io.debezium.connector.mysql.MySqlConnector"
+# Which Debezium connector captures the servers: SHARDMERGE_DEBEZIUM=mysql|mariadb (or the
+# ``connector`` argument of start/running, ``--connector`` on the CLI); default mariadb.
+CONNECTOR_CLASSES = {
+    # Debezium 3.6.1 (jars/connect/debezium-mysql); needs the 5.5.5- version trick.
+    "mysql": "io.debezium.connector.mysql.MySqlConnector",
+    # Debezium 3.5.0 (jars/connect/debezium-mariadb); MariaDB GTIDs, no trick.
+    "mariadb": "io.debezium.connector.mariadb.MariaDbConnector",
+}
+DEFAULT_CONNECTOR = "mariadb"
+CONNECTOR_CLASS = CONNECTOR_CLASSES[DEFAULT_CONNECTOR]  # kept for callers of the old name
 ADMIN = ("admin", "admin")
 DEBEZIUM = ("debezium", "debezium")
 DEBEZIUM_GRANTS = "SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT"
@@ -182,6 +199,7 @@ class Upstream:
     rest: str
     connect_pid: int
     connect_log: Path
+    connector: str = DEFAULT_CONNECTOR
     startup_seconds: dict[str, float] = field(default_factory=dict, compare=False)
 
     def add_connector(
@@ -205,14 +223,15 @@ class Upstream:
         server = self.servers[source]
         name = name or f"{run_prefix}{source}"
         config = {
-            "connector.class": CONNECTOR_CLASS,
+            "connector.class": CONNECTOR_CLASSES[self.connector],
             "tasks.max": "1",
             "database.hostname": "127.0.0.1",
             "database.port": str(server.port),
             "database.user": DEBEZIUM[0],
             "database.password": DEBEZIUM[1],
             "database.server.id": str(_connector_server_id(name)),
-            "database.ssl.mode": "disabled",
+            # MySqlConnector: disabled|preferred|...; MariaDbConnector: disable|trust|...
+            "database.ssl.mode": "disable" if self.connector == "mariadb" else "disabled",
             "database.exclude.list": SYSTEM_DATABASES,
             "topic.prefix": source,
             "include.schema.changes": "true",
@@ -304,12 +323,16 @@ def start(
     base_dir: str | Path | None = None,
     timeout: float = 120.0,
     die_with_parent: bool = False,
+    connector: str | None = None,
 ) -> Upstream:
     """Start the servers and the worker (or return them if they run) and wait until the
     servers take connections and the worker lists the Debezium connector class.
 
     ``die_with_parent``: the kernel SIGTERMs every process when the caller dies (tests).
+    ``connector``: ``mysql`` or ``mariadb`` (default: env ``SHARDMERGE_DEBEZIUM``, else
+    ``mariadb``).
     """
+    connector = _connector_choice(connector)
     if (found := status(name, base_dir)) is not None:
         return found
     stop(name, base_dir)  # whatever is left of a half-dead earlier start
@@ -325,13 +348,15 @@ def start(
     servers: dict[str, Server] = {}
     procs: dict[str, subprocess.Popen[bytes]] = {}
     upstream = Upstream(
-        name, sdir, bootstrap, servers, rest, connect_proc.pid, sdir / "connect.log"
+        name, sdir, bootstrap, servers, rest, connect_proc.pid, sdir / "connect.log", connector
     )
     try:
         installs = {s: _install_db(sdir / s) for s in sources}
         for server_id, source in enumerate(sources, start=1):
             _wait_install(sdir / source, installs[source])
-            proc, server = _start_mariadbd(sdir / source, source, server_id, ports[source], preexec)
+            proc, server = _start_mariadbd(
+                sdir / source, source, server_id, ports[source], preexec, connector
+            )
             procs[source], servers[source] = proc, server
         _record(upstream)
         for source, server in servers.items():
@@ -378,9 +403,17 @@ def running(
     sources: Sequence[str] = ("s1", "s2"),
     name: str = "default",
     base_dir: str | Path | None = None,
+    connector: str | None = None,
 ) -> Iterator[Upstream]:
     """An upstream for the duration of the block; stopped on exit, also when it fails."""
-    upstream = start(bootstrap, sources=sources, name=name, base_dir=base_dir, die_with_parent=True)
+    upstream = start(
+        bootstrap,
+        sources=sources,
+        name=name,
+        base_dir=base_dir,
+        die_with_parent=True,
+        connector=connector,
+    )
     try:
         yield upstream
     finally:
@@ -388,6 +421,16 @@ def running(
 
 
 # --- internals ---------------------------------------------------------------------------
+
+
+def _connector_choice(connector: str | None) -> str:
+    choice = connector or os.environ.get("SHARDMERGE_DEBEZIUM") or DEFAULT_CONNECTOR
+    if choice not in CONNECTOR_CLASSES:
+        raise UpstreamError(
+            f"unknown Debezium connector {choice!r} (SHARDMERGE_DEBEZIUM or connector=): "
+            f"one of {sorted(CONNECTOR_CLASSES)}"
+        )
+    return choice
 
 
 def _which(tool: str) -> str | None:
@@ -480,7 +523,7 @@ def _reported_version() -> str:
 
 
 def _start_mariadbd(
-    ddir: Path, source: str, server_id: int, port: int, preexec: Any
+    ddir: Path, source: str, server_id: int, port: int, preexec: Any, connector: str
 ) -> tuple[subprocess.Popen[bytes], Server]:
     log_path = ddir / "mariadb.log"
     sock = ddir / "mysqld.sock"
@@ -504,8 +547,9 @@ def _start_mariadbd(
         # Small: a test server holds kilobytes; the default pool is 128 MB per server.
         "--innodb-buffer-pool-size=32M",
         "--performance-schema=OFF",
-        f"--version={_reported_version()}",
     ]
+    if connector == "mysql":  # MariaDbConnector takes the real VERSION() as it is
+        cmd.append(f"--version={_reported_version()}")
     with (ddir / "mariadbd.out").open("wb") as out:
         proc = subprocess.Popen(
             cmd,
@@ -603,10 +647,11 @@ def _wait_connect(upstream: Upstream, proc: subprocess.Popen[bytes], timeout: fl
             )
         with contextlib.suppress(UpstreamError):
             plugins = _rest(upstream.rest, "GET", "/connector-plugins")
-            if any(p.get("class") == CONNECTOR_CLASS for p in plugins):
+            wanted = CONNECTOR_CLASSES[upstream.connector]
+            if any(p.get("class") == wanted for p in plugins):
                 return
             raise UpstreamError(
-                f"{what} answers but lacks {CONNECTOR_CLASS} (it has "
+                f"{what} answers but lacks {wanted} (it has "
                 f"{[p.get('class') for p in plugins]}): run scripts/fetch-jars"
             )
         time.sleep(0.3)
@@ -640,6 +685,7 @@ def _record(upstream: Upstream) -> None:
         {
             "name": upstream.name,
             "bootstrap": upstream.bootstrap,
+            "connector": upstream.connector,
             "connect": {
                 "pid": upstream.connect_pid,
                 "rest": upstream.rest,
@@ -684,6 +730,7 @@ def _from_state(info: dict[str, Any]) -> Upstream:
         c["rest"],
         c["pid"],
         Path(c["log_path"]),
+        info.get("connector", DEFAULT_CONNECTOR),
     )
 
 
@@ -737,13 +784,25 @@ def cli_main(argv: list[str]) -> int:
         "started if needed)",
     )
     parser.add_argument("--sources", default="s1,s2", help="source ids (default: s1,s2)")
+    parser.add_argument(
+        "--connector",
+        choices=sorted(CONNECTOR_CLASSES),
+        default=None,
+        help="Debezium connector (default: env SHARDMERGE_DEBEZIUM, else mariadb)",
+    )
     args = parser.parse_args(argv)
     where = state_dir(args.name, args.base_dir)
     try:
         if args.action == "start":
             bootstrap = args.bootstrap or kafka_local.start().bootstrap
             sources = [s for s in args.sources.split(",") if s]
-            up = start(bootstrap, sources=sources, name=args.name, base_dir=args.base_dir)
+            up = start(
+                bootstrap,
+                sources=sources,
+                name=args.name,
+                base_dir=args.base_dir,
+                connector=args.connector,
+            )
             _print(up)
         elif args.action == "stop":
             was = stop(args.name, args.base_dir)
@@ -761,7 +820,10 @@ def cli_main(argv: list[str]) -> int:
 
 
 def _print(up: Upstream) -> None:
-    print(f"upstream {up.name}: kafka {up.bootstrap}, connect {up.rest} (pid {up.connect_pid})")
+    print(
+        f"upstream {up.name}: kafka {up.bootstrap}, connect {up.rest} (pid {up.connect_pid}, "
+        f"{CONNECTOR_CLASSES[up.connector]})"
+    )
     for s in up.servers.values():
         print(
             f"  {s.source}: mariadb 127.0.0.1:{s.port} server_id {s.server_id} (pid {s.pid}, "
