@@ -101,11 +101,24 @@ def position_sql(position: list[Any]) -> str:
     )
 
 
+def commit_time(r: Any) -> int:
+    """When a control event happened, for ordering across sources.
+
+    A snapshot's DDL (Debezium's CREATE TABLE of a table that existed when capture began)
+    describes a state older than any binlog event after it, yet carries the time the
+    snapshot *read* it, to the millisecond, while binlog events carry their commit time in
+    whole seconds (MySQL and MariaDB binlogs): a DDL committed right after another source's
+    snapshot could sort before it, and find that source's tables not yet registered. A
+    snapshot's DDL counts as time 0: it comes first, before the binlog events of every
+    source (within its own source, positions keep the order anyway)."""
+    return 0 if r["snapshot"] else r["ts_ms"] or 0
+
+
 def in_global_order(controls: list[Any]) -> list[Any]:
     """Control events by commit time across sources, and by binlog position within one
     source (a commit time may repeat or step back; the position never does)."""
     slots = sorted(
-        controls, key=lambda r: (r["ts_ms"] or 0, r["source"], *position_of(r)[:3], r["offset"])
+        controls, key=lambda r: (commit_time(r), r["source"], *position_of(r)[:3], r["offset"])
     )
     by_source: dict[str, list[Any]] = {}
     for r in sorted(controls, key=lambda r: (*position_of(r)[:3], r["offset"])):
@@ -308,7 +321,7 @@ class _Batch:
                     f"AND _okey > {position_sql(position_of(r))} THEN {j + 1}"
                 )
         by_time = [
-            f"WHEN coalesce(ts_ms, 0) > {int(controls[j]['ts_ms'] or 0)} THEN {j + 1}"
+            f"WHEN coalesce(ts_ms, 0) > {commit_time(controls[j])} THEN {j + 1}"
             for j in reversed(range(len(controls)))
         ]
         return f"greatest(CASE {' '.join(own)} ELSE 0 END, CASE {' '.join(by_time)} ELSE 0 END)"

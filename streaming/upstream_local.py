@@ -475,6 +475,7 @@ def _install_db(ddir: Path) -> subprocess.Popen[bytes] | None:
         return None
     shutil.rmtree(ddir, ignore_errors=True)
     (ddir / "binlog").mkdir(parents=True)
+    (ddir / "tmp").mkdir()
     with (ddir / "install-db.log").open("wb") as log:
         return subprocess.Popen(
             [
@@ -485,6 +486,9 @@ def _install_db(ddir: Path) -> subprocess.Popen[bytes] | None:
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
                 "--skip-name-resolve",
+                # Own temp dir: two installs at once in /tmp lost each other's temp
+                # tables ("Could not remove temporary table", then "Unknown table").
+                f"--tmpdir={ddir / 'tmp'}",
             ],
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -535,6 +539,7 @@ def _start_mariadbd(
         f"--port={port}",
         "--bind-address=127.0.0.1",
         f"--socket={sock}",
+        f"--tmpdir={ddir / 'tmp'}",
         f"--pid-file={ddir / 'mariadbd.pid'}",
         f"--log-error={log_path}",
         f"--server-id={server_id}",
