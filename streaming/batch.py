@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +100,42 @@ def position_sql(position: list[Any]) -> str:
         f"named_struct('f', {json.dumps(str(f))}, 'p', {int(p)}L, 'r', {int(r)}, "
         f"'t', {int(t)}L, 'o', {int(o)}L)"
     )
+
+
+_RENAME = re.compile(r"^\s*RENAME\s+TABLES?\s+(.+?)\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def join_split_renames(controls: list[Any]) -> list[Any]:
+    """Put back together a ``RENAME TABLE a TO b, c TO d`` that the CDC tool split.
+
+    Debezium writes one schema-change event per pair of a multi-table RENAME, all with the
+    statement's binlog position. The pairs are one atomic statement (gh-ost's cut-over
+    swaps the shadow table in with it), and coordination must see them as one: apart, the
+    first pair renames the shard away and the second brings in a table it does not know.
+    Two statements never share a binlog position, so the events of one position make one
+    statement again, in their (Kafka offset) order."""
+    out: list[Any] = []
+    for r in sorted(controls, key=lambda r: (r["source"], *position_of(r)[:3], r["offset"])):
+        prev = out[-1] if out else None
+        pairs = _RENAME.match(r["ddl"] or "") if r["op"] == "ddl" else None
+        if (
+            pairs is not None
+            and prev is not None
+            and prev["op"] == "ddl"
+            and _RENAME.match(prev["ddl"] or "")
+            and prev["source"] == r["source"]
+            and r["pos"] is not None
+            and r["pos"] >= 0
+            and (prev["pos_file"], prev["pos"]) == (r["pos_file"], r["pos"])
+        ):
+            out[-1] = {**_as_dict(prev), "ddl": f"{prev['ddl'].rstrip()}, {pairs.group(1)}"}
+            continue
+        out.append(r)
+    return out
+
+
+def _as_dict(r: Any) -> dict[str, Any]:
+    return r if isinstance(r, dict) else r.asDict()
 
 
 def commit_time(r: Any) -> int:
@@ -246,7 +283,9 @@ class _Batch:
         crash_point("after_decode")
         try:
             # 4. control events
-            controls = in_global_order(events.filter("op IN ('ddl', 't')").collect())
+            controls = in_global_order(
+                join_split_renames(events.filter("op IN ('ddl', 't')").collect())
+            )
             self.stats.ddl = len(controls)
             # 5. epochs: cut only at control events that decide something
             effectful = self.probe(controls)

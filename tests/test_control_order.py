@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streaming.batch import in_global_order
+from streaming.batch import in_global_order, join_split_renames
 
 
 def control(source: str, ddl: str, ts_ms: int, pos: int, offset: int, snapshot: bool = False):
@@ -51,4 +51,22 @@ def test_one_source_keeps_binlog_order_when_its_commit_times_step_back() -> None
         ("s1", "ALTER TABLE tb1 ADD COLUMN b INT"),
         ("s2", "ALTER TABLE tb1 ADD COLUMN d INT"),
         ("s1", "ALTER TABLE tb1 ADD COLUMN c INT"),
+    ]
+
+
+def test_a_rename_split_by_the_cdc_tool_is_one_statement_again() -> None:
+    # Debezium on MariaDB, gh-ost's cut-over: one binlog event, two schema-change events.
+    controls = [
+        control("s1", "ALTER TABLE _tb1_gho ADD COLUMN c INT", 13_000, 2332, 12),
+        control("s1", "RENAME TABLE tb1 TO _tb1_del", 13_000, 3189, 13),
+        control("s1", "RENAME TABLE _tb1_gho TO tb1", 13_000, 3189, 14),
+        control("s2", "RENAME TABLE tb9 TO tb8", 13_000, 3189, 3),  # another source
+        control("s1", "RENAME TABLE tb7 TO tb6", 13_000, 3400, 15),  # a later statement
+    ]
+    joined = in_global_order(join_split_renames(controls))
+    assert [(r["source"], r["ddl"], r["offset"]) for r in joined] == [
+        ("s1", "ALTER TABLE _tb1_gho ADD COLUMN c INT", 12),
+        ("s1", "RENAME TABLE tb1 TO _tb1_del, _tb1_gho TO tb1", 13),
+        ("s1", "RENAME TABLE tb7 TO tb6", 15),
+        ("s2", "RENAME TABLE tb9 TO tb8", 3),
     ]
