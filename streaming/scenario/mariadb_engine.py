@@ -155,6 +155,11 @@ class _MariaRun(_Run):
             conn.close()
 
     def begin(self) -> None:
+        self.create_tables()
+        self.start_capture()
+
+    def create_tables(self) -> None:
+        """A clean slate on each source, then the file's databases and shard tables."""
         for source in self.sources:
             conn = self.server(source).connect()
             try:
@@ -178,6 +183,9 @@ class _MariaRun(_Run):
             shard = ShardId.parse(name)
             self.upstream.create(shard, parse_create_table(sql))
             self.execute(shard, sql)
+
+    def start_capture(self) -> None:
+        """One connector per source; rows already in the tables arrive as a snapshot."""
         self.subscribe_markers()
         for source in self.sources:
             self.connectors.append(
