@@ -80,6 +80,9 @@ PARSE_SCHEMA = (
 )
 
 _DB_LEVEL = r"(?i)^\s*(create|drop|alter)\s+(database|schema)\b"
+# A schema-change event about no database that only sets session variables (Debezium's
+# snapshot starts with ``SET character_set_server=...``): it concerns no table.
+_SESSION_ONLY = r"(?is)^\s*SET\s[^;]*;?\s*$"
 _NEEDS_ESCAPE = r'["\\\p{Cntrl}]'
 _WORD = r"(?U)[\w$]+"
 _ID_PART = r'"((?:[^"]|"")*)"'
@@ -366,7 +369,8 @@ def reason_sql() -> str:
             first(f"filter({item_err}, e -> e IS NOT NULL)"),
         ),
         (
-            "coalesce(nullif(_b.source.db, ''), nullif(_b.databaseName, '')) IS NULL",
+            "coalesce(nullif(_b.source.db, ''), nullif(_b.databaseName, '')) IS NULL "
+            f"AND NOT {_session_only()}",
             "concat('missing db at ', _at, 'source.db')",
         ),
         _snapshot_check(),
@@ -479,8 +483,17 @@ def events_sql() -> str:
     )
     ddl = let(_table_ids(), "_tables", per_statement)
     return (
-        "CASE WHEN _b.ddl IS NOT NULL OR _b.tableChanges IS NOT NULL "
+        f"CASE WHEN {_session_only()} THEN filter(array({data}), _e -> false) "
+        "WHEN _b.ddl IS NOT NULL OR _b.tableChanges IS NOT NULL "
         f"THEN {ddl} ELSE array({data}) END"
+    )
+
+
+def _session_only() -> str:
+    """True for a schema-change event of no database that only sets session variables."""
+    return (
+        "(coalesce(nullif(_b.source.db, ''), nullif(_b.databaseName, '')) IS NULL "
+        f"AND coalesce(_b.ddl, '') rlike {lit(_SESSION_ONLY)})"
     )
 
 

@@ -248,6 +248,7 @@ def _decimal(value: Any, f: ConnectField, at: str) -> str:
 
 _DB_LEVEL = re.compile(r"^\s*(create|drop|alter)\s+(database|schema)\b", re.IGNORECASE)
 _ID_PART = re.compile(r'"((?:[^"]|"")*)"')
+_SESSION_ONLY = re.compile(r"^\s*SET\s[^;]*;?\s*$", re.IGNORECASE | re.DOTALL)
 
 
 def _schema_change(
@@ -262,6 +263,8 @@ def _schema_change(
         src = src.model_copy(update={"name": source or topic})
     if not src.db and change.databaseName:
         src = src.model_copy(update={"db": change.databaseName})
+    if not src.db and _SESSION_ONLY.match(change.ddl or ""):
+        return []  # ``SET character_set_server=...`` (a snapshot's first event): no table
     base = _base(src, f"{at}source", None, topic, partition, offset)
     tables = [_table_id(t, f"{at}tableChanges[{i}].id") for i, t in enumerate(change.tableChanges)]
     events = []
