@@ -310,7 +310,36 @@ class _MariaRun(_Run):
             return "a lock is open"
         if any(step.operator for step in self.scenario.steps):
             return "an operator step changed what reaches the downstream"
+        dropped = self.dropped_shards()
+        if dropped:
+            return f"shard table(s) {', '.join(dropped)} were dropped (their rows stay downstream)"
         return None
+
+    def dropped_shards(self) -> list[str]:
+        """Routed shard tables a step dropped (DROP TABLE, DROP DATABASE)."""
+        from schemas.changes import DropDatabase, DropTable
+        from schemas.ddl import parse_ddl
+        from schemas.errors import DDLError
+
+        router = self.settings.router()
+        out = []
+        for step in self.scenario.steps:
+            if not step.sql or not step.shard:
+                continue
+            at = ShardId.parse(step.shard)
+            try:
+                changes = parse_ddl(step.sql)
+            except DDLError:
+                continue
+            for change in changes:
+                if isinstance(change, DropDatabase):
+                    out.append(f"{at.source}.{change.name}.*")
+                elif isinstance(change, DropTable):
+                    name = change.table
+                    shard = ShardId(at.source, name.db or at.db, name.table)
+                    if router.kind(shard) is TableKind.SHARD and router.route(shard):
+                        out.append(str(shard))
+        return out
 
     def oracle(self, seen: Observation) -> list[dict[str, Any]]:
         """The shards' own rows, projected onto the downstream columns."""
