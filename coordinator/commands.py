@@ -1,9 +1,11 @@
 """Operator commands as values, parsed from the words an operator types.
 
 ``unlock TARGET --shard SHARD --action skip|exec``,
-``unlock TARGET --shard SHARD --replace "SQL" [--replace "SQL" ...]`` and
-``unlock TARGET --force-remove``. The same words work on the command line
-(``shardmerge unlock ...``) and in scenario files (``{operator: "unlock ..."}``).
+``unlock TARGET --shard SHARD --replace "SQL" [--replace "SQL" ...]``,
+``unlock TARGET --force-remove`` and ``unlock TARGET --retry`` (run a downstream change the
+sink refused again, after the operator fixed the downstream table). The same words work
+on the command line (``shardmerge unlock ...``) and in scenario files
+(``{operator: "unlock ..."}``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from schemas.errors import ShardMergeError
 
 __all__ = ["CommandError", "OperatorCommand", "add_unlock_arguments", "parse_command"]
 
-Action = Literal["skip", "exec", "replace", "force-remove"]
+Action = Literal["skip", "exec", "replace", "force-remove", "retry"]
 
 
 class CommandError(ShardMergeError):
@@ -38,8 +40,8 @@ class OperatorCommand:
             text += f" --shard {self.shard}"
         if self.action == "replace":
             text += "".join(f" --replace {shlex.quote(s)}" for s in self.statements)
-        elif self.action == "force-remove":
-            text += " --force-remove"
+        elif self.action in ("force-remove", "retry"):
+            text += f" --{self.action}"
         else:
             text += f" --action {self.action}"
         return text
@@ -47,7 +49,8 @@ class OperatorCommand:
 
 USAGE = (
     "unlock TARGET --shard SOURCE.DB.TABLE --action skip|exec, "
-    'unlock TARGET --shard SOURCE.DB.TABLE --replace "SQL", or unlock TARGET --force-remove'
+    'unlock TARGET --shard SOURCE.DB.TABLE --replace "SQL", unlock TARGET --force-remove, '
+    "or unlock TARGET --retry"
 )
 
 
@@ -75,6 +78,12 @@ def add_unlock_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="drop the lock: every held shard's pending DDL is skipped",
     )
+    parser.add_argument(
+        "--retry",
+        action="store_true",
+        help="run again a downstream change the sink refused (stage conflict), once the "
+        "downstream table was fixed by hand; then release every held row",
+    )
 
 
 def command_from_args(args: argparse.Namespace) -> OperatorCommand:
@@ -83,13 +92,16 @@ def command_from_args(args: argparse.Namespace) -> OperatorCommand:
         shard = ShardId.parse(args.shard) if args.shard else None
     except ValueError as e:
         raise CommandError(f"{e}; expected {USAGE}") from e
-    chosen = [bool(args.action), bool(args.replace), bool(args.force_remove)]
+    retry = bool(getattr(args, "retry", False))
+    chosen = [bool(args.action), bool(args.replace), bool(args.force_remove), retry]
     if sum(chosen) != 1:
         raise CommandError(
-            f"give exactly one of --action, --replace, --force-remove; expected {USAGE}"
+            f"give exactly one of --action, --replace, --force-remove, --retry; expected {USAGE}"
         )
     if args.force_remove:
         return OperatorCommand(target, "force-remove")
+    if retry:
+        return OperatorCommand(target, "retry")
     if shard is None:
         raise CommandError(f"--shard is required; expected {USAGE}")
     if args.replace:

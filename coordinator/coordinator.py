@@ -19,7 +19,7 @@ from coordinator.locks import LockRules, OperatorError
 from coordinator.optimistic import OptimisticRules, join_all
 from coordinator.pessimistic import PessimisticRules
 from coordinator.routing import Router, TableKind
-from coordinator.target import Mode, PendingDDL, ShardState, Stage, Target
+from coordinator.target import Mode, PendingDDL, Refusal, ShardState, Stage, Target
 from schemas.changes import (
     AlterSpec,
     AlterTable,
@@ -124,8 +124,9 @@ class Coordinator:
             if shard in self.unregistered and route is not None:
                 return RowRoute("hold", route.target, self.versions.get(shard, 0) + 1)
             return RowRoute("unknown", reason=f"table {shard} was never registered")
-        st = self.targets[target].shards[shard]
-        if st.held or st.awaiting is not None:
+        t = self.targets[target]
+        st = t.shards[shard]
+        if st.held or st.awaiting is not None or t.refused is not None:
             return RowRoute("hold", target, st.version)
         return RowRoute("write", target, st.version, st.project)
 
@@ -186,16 +187,53 @@ class Coordinator:
         for change in changes:
             if not isinstance(change, RenameTable):
                 self._change(shard, change, sql, position, out)
+        return self._defer(out)
+
+    def _defer(self, decisions: list[Decision]) -> list[Decision]:
+        """Decisions for a target whose downstream refused a change wait with it."""
+        out = []
+        for d in decisions:
+            t = self.targets.get(d.target)
+            if t is not None and t.refused is not None:
+                t.refused.deferred.append(d)
+            else:
+                out.append(d)
+        return out
+
+    def refuse(self, target: TargetId, decisions: list[Decision], why: str) -> None:
+        """The downstream cannot run ``decisions[0]`` (an :class:`ApplyDDL`): ``why`` says
+        why and what the operator can do. The target's lock goes to stage ``conflict``;
+        every row of the target is held, and ``decisions`` (with any taken later) wait for
+        ``unlock TARGET --retry``."""
+        t = self.targets[target]
+        if t.refused is None:
+            t.refused = Refusal(why, list(decisions))
+        else:
+            t.refused.deferred[:0] = decisions
+
+    def _retry(self, t: Target) -> list[Decision]:
+        if t.refused is None:
+            raise OperatorError(f"target {t.id} has no refused downstream change to retry")
+        out = list(t.refused.deferred)
+        t.refused = None
+        for st in sorted(t.shards.values(), key=lambda s: str(s.shard)):
+            until = st.pending[0].position if st.held else st.awaiting
+            t.release_rows(st, until, out)
         return out
 
     def command(self, cmd: OperatorCommand) -> list[Decision]:
         """An operator command (``shardmerge unlock ...``); takes effect at once."""
-        out: list[Decision] = []
         t = self.targets.get(cmd.target)
         if t is None:
             raise OperatorError(
                 f"no target {cmd.target}; targets: {', '.join(map(str, self.targets)) or 'none'}"
             )
+        if cmd.action == "retry":
+            return self._retry(t)
+        return self._defer(self._command(t, cmd))
+
+    def _command(self, t: Target, cmd: OperatorCommand) -> list[Decision]:
+        out: list[Decision] = []
         rules = RULES[t.mode]
         if cmd.action == "force-remove":
             for held in t.held_shards():

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.coordinator import DEFAULT_CONFIG, Coordinator, Ghost, TargetConfig
+from coordinator.decisions import ApplyDDL, Decision, Hold, Release, Truncate
 from coordinator.ids import ShardId, TargetId
 from coordinator.routing import Extract, Router
-from coordinator.target import PendingDDL, ShardState, Target
+from coordinator.target import PendingDDL, Refusal, ShardState, Target
 from schemas.changes import AlterTable, CreateTable, TruncateTable
 from schemas.codec import schema_from_json, schema_to_json
 from schemas.ddl import parse_ddl
@@ -143,7 +144,47 @@ def _target_to_json(t: Target) -> dict[str, Any]:
         "ready": [str(s) for s in t.ready],
         "owed": [[str(s), _pending_to_json(d)] for s, d in t.owed.items()],
         "shards": [_shard_to_json(s) for s in t.shards.values()],
+        "refused": None
+        if t.refused is None
+        else {"why": t.refused.why, "deferred": [_decision_to_json(d) for d in t.refused.deferred]},
     }
+
+
+def _decision_to_json(d: Decision) -> dict[str, Any]:
+    """The decisions a refused target keeps (an ALTER keeps its statement, parsed again)."""
+    match d:
+        case ApplyDDL():
+            return {"kind": "alter", "target": str(d.target), "statement": d.statement,
+                    "schema": schema_to_json(d.schema), "reason": d.reason}  # fmt: skip
+        case Release():
+            return {"kind": "release", "target": str(d.target), "shard": str(d.shard),
+                    "version": d.version, "until": d.until, "project": d.project}  # fmt: skip
+        case Hold():
+            return {"kind": "hold", "target": str(d.target), "shard": str(d.shard),
+                    "version": d.version, "position": d.position, "reason": d.reason}  # fmt: skip
+        case Truncate():
+            return {"kind": "truncate", "target": str(d.target), "shard": str(d.shard),
+                    "version": d.version, "match": [list(m) for m in d.match]}  # fmt: skip
+        case _:
+            raise StateError(f"decision {d!r} cannot wait on a refused target")
+
+
+def _decision_from_json(raw: dict[str, Any]) -> Decision:
+    target = TargetId.parse(raw["target"])
+    kind = raw["kind"]
+    if kind == "alter":
+        change = parse_ddl(raw["statement"])[0]
+        assert isinstance(change, AlterTable)
+        return ApplyDDL(target, change.specs, schema_from_json(raw["schema"]), raw["statement"],
+                        raw["reason"])  # fmt: skip
+    shard = ShardId.parse(raw["shard"])
+    if kind == "release":
+        return Release(target, shard, raw["version"], raw["until"], raw["project"])
+    if kind == "hold":
+        return Hold(target, shard, raw["version"], raw["position"], raw["reason"])
+    if kind == "truncate":
+        return Truncate(target, shard, raw["version"], tuple((k, v) for k, v in raw["match"]))
+    raise StateError(f"unknown decision kind {kind!r} in the saved state")
 
 
 def _target_from_json(raw: dict[str, Any]) -> Target:
@@ -161,4 +202,7 @@ def _target_from_json(raw: dict[str, Any]) -> Target:
     for s in raw["shards"]:
         st = _shard_from_json(s)
         t.shards[st.shard] = st
+    refused = raw.get("refused")
+    if refused is not None:
+        t.refused = Refusal(refused["why"], [_decision_from_json(d) for d in refused["deferred"]])
     return t

@@ -83,6 +83,18 @@ class ShardState:
 
 
 @dataclass
+class Refusal:
+    """The downstream refused a change it cannot express (``why``, with what to do).
+
+    Until an operator retries (``unlock TARGET --retry``), nothing of the target is
+    written: every shard's rows are held, and the decisions the refused change was part
+    of, and any taken since, wait in ``deferred``, in order."""
+
+    why: str
+    deferred: list[Decision] = field(default_factory=list)
+
+
+@dataclass
 class Target:
     """A downstream table, its shards and its lock."""
 
@@ -97,6 +109,7 @@ class Target:
     expected: PendingDDL | None = None
     ready: list[ShardId] = field(default_factory=list)
     owed: dict[ShardId, PendingDDL] = field(default_factory=dict)  # forced by `exec`
+    refused: Refusal | None = None  # the downstream refused a change: all rows wait
 
     # --- views ---------------------------------------------------------------------
 
@@ -104,6 +117,8 @@ class Target:
     def conflict(self) -> str | None:
         """Why the lock cannot resolve by itself, or None."""
         reasons = dict.fromkeys(s.conflict for s in self.held_shards() if s.conflict)
+        if self.refused is not None:
+            reasons = {self.refused.why: None, **reasons}
         return "; ".join(reasons) if reasons else None
 
     @property
@@ -117,7 +132,11 @@ class Target:
     def held_shards(self) -> list[ShardState]:
         """Shards whose events are kept: held on a DDL, or awaiting one."""
         return sorted(
-            (s for s in self.shards.values() if s.held or s.awaiting is not None),
+            (
+                s
+                for s in self.shards.values()
+                if s.held or s.awaiting is not None or self.refused is not None
+            ),
             key=lambda s: s.held_seq,
         )
 

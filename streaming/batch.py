@@ -60,7 +60,7 @@ from schemas.changes import (
 from schemas.ddl import parse_ddl
 from schemas.errors import DDLError, ShardMergeError
 from streaming.config import Settings
-from streaming.delta_sink import APP_ID, DeltaSink
+from streaming.delta_sink import APP_ID, DeltaSink, SinkError
 from streaming.events.contract import EVENT_SCHEMA
 from streaming.faults import crash_point
 from streaming.rows import merge_source, project_actions
@@ -134,6 +134,14 @@ def join_split_renames(controls: list[Any]) -> list[Any]:
     return out
 
 
+def refusal(d: ApplyDDL, e: SinkError) -> str:
+    return (
+        f"the downstream cannot run {d.statement!r} ({d.reason}): {e}. Every row of "
+        f"{d.target} waits in the stash meanwhile; once the table is fixed, run "
+        f"`shardmerge unlock {d.target} --retry`"
+    )
+
+
 def _as_dict(r: Any) -> dict[str, Any]:
     return r if isinstance(r, dict) else r.asDict()
 
@@ -202,6 +210,7 @@ class Stats:
     dead_letters: int = 0
     ddl: int = 0
     downstream_ddl: list[str] = field(default_factory=list)
+    refused_ddl: list[str] = field(default_factory=list)
     command_errors: list[str] = field(default_factory=list)
 
 
@@ -600,7 +609,19 @@ class _Batch:
                     self.sink.create(self.p.settings.table_path(d.target), d.schema)
                     self.schemas[d.target] = d.schema
                 case ApplyDDL():
-                    self.sink.alter(self.p.settings.table_path(d.target), d, self.next_version)
+                    try:
+                        self.sink.alter(self.p.settings.table_path(d.target), d, self.next_version)
+                    except SinkError as e:
+                        # The change waits, with what follows it for this target; the job
+                        # goes on and the target's rows wait in the stash (stage conflict).
+                        waiting = [x for x in decisions[i - 1 :] if x.target == d.target]
+                        decisions = decisions[:i] + [
+                            x for x in decisions[i:] if x.target != d.target
+                        ]
+                        self.c.refuse(d.target, waiting, refusal(d, e))
+                        self.stats.refused_ddl.append(d.statement)
+                        log.error("target %s: %s", d.target, refusal(d, e))
+                        continue
                     self.schemas[d.target] = d.schema
                     self.stats.downstream_ddl.append(d.statement)
                 case Truncate():

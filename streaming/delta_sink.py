@@ -156,8 +156,9 @@ class DeltaSink:
             return
         raise SinkError(
             f"Delta table {path} cannot change column {name!r} from {current} to {wanted} "
-            "(not a type widening Delta supports). Rebuild the table: stop the job, "
-            "create it with the new type (or copy it with a cast), then restart"
+            "(not a type widening Delta supports); rebuild the table with the new type "
+            "(e.g. copy it with a cast into a new table with the same columns and column "
+            "mapping, then swap the folders)"
         )
 
     def merge(

@@ -393,3 +393,39 @@ def test_deduplicated_termination_agrees_with_the_seed_algorithm(seed: int):
 def test_the_random_locks_both_terminate_and_do_not():
     outcomes = {naive_terminated(s, p) for _, s, p in map(random_lock, SEEDS) if p}
     assert outcomes == {True, False}
+
+
+# --- a downstream change the sink refuses ---------------------------------------------
+
+
+def test_a_refused_downstream_change_holds_the_target_until_retry():
+    c = coord("pessimistic", shards=(S1, S2))
+    c.on_ddl(S1, "ALTER TABLE tb1 MODIFY a VARCHAR(20)", ["f", 1, 0, 1, 1])
+    out = c.on_ddl(S2, "ALTER TABLE tb1 MODIFY a VARCHAR(20)", ["f", 2, 0, 2, 2])
+    assert kinds(out) == ["Hold", "ApplyDDL", "Release", "Release"]
+    out = out[1:]  # as the job does: the refused change and what follows it wait
+    c.refuse(T, out, "cannot change a from INT to STRING; fix it, then --retry")
+    view = c.locks()[0]
+    assert view.stage == "conflict" and "--retry" in (view.conflict or "")
+    assert list(view.blocked) == [S1, S2]
+    assert c.route_row(S2).action == "hold" and c.route_row(S1).action == "hold"
+    # A later DDL's decisions wait with the refused change, in order.
+    later = c.on_ddl(S1, "ALTER TABLE tb1 ADD COLUMN z INT", ["f", 3, 0, 3, 3])
+    assert later == []
+    # The state keeps the refusal and what waits with it.
+    c = restore(snapshot(c), c.router, {T: TargetConfig("pessimistic", False)})
+    assert c.locks()[0].stage == "conflict"
+    retried = c.command(parse_command("unlock shardddl.tb --retry"))
+    assert kinds(retried) == ["ApplyDDL", "Release", "Release", "Hold", "Release", "Release"]
+    assert retried[:3] == out
+    # Every shard's waiting rows are released: S1 up to its new hold, S2 entirely.
+    releases = {d.shard: d.until for d in retried[4:] if isinstance(d, Release)}
+    assert releases == {S1: ["f", 3, 0, 3, 3], S2: None}
+    assert c.locks()[0].stage == "waiting"  # S1's ADD COLUMN now waits for S2, as usual
+    assert c.route_row(S2).action == "write"
+
+
+def test_retry_without_a_refusal_is_an_operator_error():
+    c = coord("optimistic", shards=(S1, S2))
+    with pytest.raises(OperatorError, match="no refused downstream change"):
+        c.command(parse_command("unlock shardddl.tb --retry"))

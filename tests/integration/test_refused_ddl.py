@@ -1,0 +1,61 @@
+"""A downstream change Delta cannot express (INT to VARCHAR) becomes a lock in stage
+``conflict``: the job goes on, the target's rows wait in the stash, and after the operator
+fixed the table by hand, ``unlock TARGET --retry`` runs the change and releases them."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from coordinator.ids import TargetId
+from streaming.state_store import StateStore
+from tests.integration.test_ordering import BASE, Pipeline, ddl, row
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+TEXT = "CREATE TABLE {t} (id INT PRIMARY KEY, a VARCHAR(20))"
+
+
+def test_a_change_delta_cannot_make_waits_for_the_operator(kafka, spark, tmp_path):
+    p = Pipeline(kafka, spark, tmp_path, "pessimistic")
+    p.send(
+        [ddl(p, t, BASE.format(t=t), BASE) for t in ("t1", "t2")]
+        + row(p, "t1", {"id": 1, "a": 1}, BASE)
+        + row(p, "t2", {"id": 2, "a": 2}, BASE)
+    )
+    p.run()
+    assert p.rows() == [{"id": 1, "a": 1}, {"id": 2, "a": 2}]
+    p.send(
+        [ddl(p, t, f"ALTER TABLE {t} MODIFY a VARCHAR(20)", TEXT) for t in ("t1", "t2")]
+        + row(p, "t1", {"id": 3, "a": "three"}, TEXT)
+        + row(p, "t2", {"id": 4, "a": "four"}, TEXT)
+    )
+    p.run()  # the job does not stop
+    lock = p.lock()
+    assert lock["stage"] == "conflict"
+    assert "cannot change column 'a' from INT to STRING" in lock["conflict"]
+    assert "--retry" in lock["conflict"]
+    assert sorted(lock["blocked"]) == [f"{p.source}.db.t1", f"{p.source}.db.t2"]
+    assert p.rows() == [{"id": 1, "a": 1}, {"id": 2, "a": 2}]  # rows 3, 4 wait
+    p.send(row(p, "t1", {"id": 5, "a": "five"}, TEXT))
+    p.run()
+    assert len(p.rows()) == 2 and p.lock()["stage"] == "conflict"
+
+    # The operator rebuilds the table with the new type (same columns, column mapping kept).
+    path = p.settings.table_path(TargetId("shop", "t"))
+    df = spark.read.format("delta").load(path)
+    df.withColumn("a", F.col("a").cast("string")).write.format("delta").mode("overwrite").option(
+        "overwriteSchema", "true"
+    ).save(path)
+    StateStore(p.settings.checkpoint).submit("unlock shop.t --retry")
+    p.send(row(p, "t2", {"id": 6, "a": "six"}, TEXT))
+    p.run()
+    assert p.lock()["stage"] == "none" and p.lock()["blocked"] == []
+    assert p.rows() == [
+        {"id": 1, "a": "1"},
+        {"id": 2, "a": "2"},
+        {"id": 3, "a": "three"},
+        {"id": 4, "a": "four"},
+        {"id": 5, "a": "five"},
+        {"id": 6, "a": "six"},
+    ]
