@@ -9,6 +9,7 @@ shard's schema goes to the target's lock rules.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -23,18 +24,20 @@ from coordinator.target import Mode, PendingDDL, Refusal, ShardState, Stage, Tar
 from schemas.changes import (
     AlterSpec,
     AlterTable,
+    ChangeColumn,
     CreateDatabase,
     CreateTable,
     CreateTableLike,
     DropDatabase,
     DropTable,
+    RenameColumn,
     RenameTable,
     SchemaChange,
     TruncateTable,
 )
 from schemas.ddl import apply, parse_ddl
 from schemas.errors import DDLError, SchemaError, ShardMergeError
-from schemas.model import TableName, TableSchema
+from schemas.model import TableName, TableSchema, name_key
 from schemas.render import alter_sql
 
 __all__ = ["Coordinator", "LockView", "RowRoute", "TargetConfig", "UnknownShardError"]
@@ -55,6 +58,7 @@ class TargetConfig:
 
 
 DEFAULT_CONFIG = TargetConfig()
+RENAMES_KEPT = 8  # column renames remembered per shard, for rows that arrive late
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,7 @@ class Coordinator:
             if st is not None:
                 self._lock_ddl(st, PendingDDL(sql, position, None, e.reason), out)
             return out  # an unparseable statement on a table we do not route is irrelevant
+        self._remember_renames(shard, changes, position)
         renames = [c for c in changes if isinstance(c, RenameTable)]
         if renames:
             self._renames(shard, renames, sql, position, out)
@@ -188,6 +193,28 @@ class Coordinator:
             if not isinstance(change, RenameTable):
                 self._change(shard, change, sql, position, out)
         return self._defer(out)
+
+    def _remember_renames(
+        self, shard: ShardId, changes: Sequence[SchemaChange], position: Position
+    ) -> None:
+        if position is None:
+            return
+        for change in changes:
+            if not isinstance(change, AlterTable):
+                continue
+            st = self.shard_state(self._table(shard, change.table))
+            if st is None:
+                continue
+            pairs = []
+            for spec in change.specs:
+                if isinstance(spec, RenameColumn):
+                    pairs.append((spec.old_name, spec.new_name))
+                elif isinstance(spec, ChangeColumn) and name_key(spec.old_name) != name_key(
+                    spec.column.name
+                ):
+                    pairs.append((spec.old_name, spec.column.name))
+            if pairs:
+                st.renamed = [*st.renamed, (position, tuple(pairs))][-RENAMES_KEPT:]
 
     def _defer(self, decisions: list[Decision]) -> list[Decision]:
         """Decisions for a target whose downstream refused a change wait with it."""

@@ -110,6 +110,7 @@ def _shard_to_json(s: ShardState) -> dict[str, Any]:
         "conflict": s.conflict,
         "awaiting": s.awaiting,
         "admitted": s.admitted,
+        "renamed": [[pos, [list(pair) for pair in pairs]] for pos, pairs in s.renamed],
     }
 
 
@@ -125,6 +126,7 @@ def _shard_from_json(raw: dict[str, Any]) -> ShardState:
         conflict=raw["conflict"],
         awaiting=raw.get("awaiting"),
         admitted=raw["admitted"],
+        renamed=[(pos, tuple((o, n) for o, n in pairs)) for pos, pairs in raw.get("renamed", [])],
     )
 
 

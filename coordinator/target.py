@@ -72,6 +72,10 @@ class ShardState:
     conflict: str | None = None  # why this shard's DDL cannot resolve by itself
     awaiting: Position | None = None  # rows ahead of a DDL not yet seen, from here on
     admitted: bool = True  # False while a new table whose schema does not fit is held
+    # Column renames this shard ran, with their positions (the latest few): a row positioned
+    # before one that arrives late (its topic lags the schema-change topic) still carries
+    # the old names, and is written under the names the target has now.
+    renamed: list[tuple[Position, tuple[tuple[str, str], ...]]] = field(default_factory=list)
 
     @property
     def held(self) -> bool:

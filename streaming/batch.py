@@ -63,7 +63,7 @@ from streaming.config import Settings
 from streaming.delta_sink import APP_ID, DeltaSink, SinkError
 from streaming.events.contract import EVENT_SCHEMA
 from streaming.faults import crash_point
-from streaming.rows import merge_source, project_actions
+from streaming.rows import Renamed, merge_source, project_actions
 from streaming.state_store import StateStore
 
 __all__ = ["BatchProcessor", "Stats"]
@@ -520,7 +520,9 @@ class _Batch:
         t = self.c.targets[target]
         schema = self.schemas.get(target)
         assert schema is not None
-        projected = project_actions(rows, schema, t.extract, project_all).persist()
+        projected = project_actions(
+            rows, schema, t.extract, project_all, self.late_renames(target)
+        ).persist()
         try:
             waits = self.await_ddls(projected.filter("_reason IS NOT NULL"))
             ahead = waiting_sql(waits, "_okey")
@@ -547,6 +549,20 @@ class _Batch:
         finally:
             projected.unpersist()
         return waits
+
+    def late_renames(self, target: TargetId) -> list[Renamed]:
+        """The column renames a late row of each shard must go through: those whose old
+        name the target no longer has (the rename ran downstream)."""
+        schema = self.schemas.get(target)
+        if schema is None:
+            return []
+        out: list[Renamed] = []
+        for st in self.c.targets[target].shards.values():
+            for position, pairs in st.renamed:
+                if any(not schema.has_column(old) for old, _ in pairs):
+                    s = st.shard
+                    out.append((s.source, s.db, s.table, position_sql(position), pairs))
+        return out
 
     def targets_of(self, shards: dict[ShardId, int]) -> DataFrame:
         rows = [(s.source, s.db, s.table, str(self.p.router.target(s))) for s in shards]

@@ -20,19 +20,44 @@ from coordinator.routing import Extract
 from schemas.model import TableSchema
 from streaming.spark_types import literal_expr, value_expr
 
-__all__ = ["merge_source", "project_actions"]
+__all__ = ["Renamed", "merge_source", "project_actions", "renamed_keys"]
 
 
 def _lit(name: str) -> str:
     return "'" + name.replace("'", "\\'") + "'"
 
 
+Renamed = tuple[str, str, str, str, tuple[tuple[str, str], ...]]
+
+
+def renamed_keys(image: str, renames: list[Renamed]) -> str:
+    """``image`` (a ``map<string,string>`` expression) with the column names of rows
+    positioned before a column rename of their shard renamed as it did: each entry is
+    (source, db, table, the rename's position as an ``_okey`` SQL struct, old/new pairs),
+    applied in order, so a chain a -> b -> c takes an old row's ``a`` to ``c``."""
+    for source, db, tbl, okey, pairs in renames:
+        whens = " ".join(
+            f"WHEN k = {_lit(old.lower())} THEN {_lit(new.lower())}" for old, new in pairs
+        )
+        image = (
+            f"transform_keys({image}, (k, v) -> CASE WHEN source = {_lit(source)} AND "
+            f"db = {_lit(db)} AND tbl = {_lit(tbl)} AND _okey < {okey} "
+            f"THEN CASE {whens} ELSE k END ELSE k END)"
+        )
+    return image
+
+
 def project_actions(
-    rows: DataFrame, schema: TableSchema, extract: Extract, project_all: bool = False
+    rows: DataFrame,
+    schema: TableSchema,
+    extract: Extract,
+    project_all: bool = False,
+    renames: list[Renamed] | None = None,
 ) -> DataFrame:
     """Every event's key actions, projected onto the downstream columns, with
     ``_action``, ``_okey``, ``_sub`` and ``_reason`` (not null: the action cannot be
-    written, and why); the event's own columns are kept for the dead letters."""
+    written, and why); the event's own columns are kept for the dead letters. Rows behind
+    a column rename take the new names (``renames``, see :func:`renamed_keys`)."""
     extra = {
         (extract.source_column or "").lower(): "source",
         (extract.db_column or "").lower(): "db",
@@ -44,9 +69,9 @@ def project_actions(
     upstream_key = [k for k in schema.primary_key if k.lower() not in extra]
 
     lower = "transform_keys(from_json({0}, 'map<string,string>'), (k, v) -> lower(k))"
-    df = rows.withColumn("_after", F.expr(lower.format("after"))).withColumn(
-        "_before", F.expr(lower.format("before"))
-    )
+    df = rows.withColumn(
+        "_after", F.expr(renamed_keys(lower.format("after"), renames or []))
+    ).withColumn("_before", F.expr(renamed_keys(lower.format("before"), renames or [])))
     if "_project" not in df.columns:
         df = df.withColumn("_project", F.lit(project_all))
     key_changed = (

@@ -137,3 +137,23 @@ def test_ddl_and_rows_of_several_shards_interleaved_in_one_batch(kafka, spark, t
     p.run()
     assert p.rows() == [{"id": i, "b": i} for i in (1, 2, 3, 4)]
     assert p.lock()["stage"] == "none"
+
+
+def test_a_row_behind_a_rename_that_ran_downstream_takes_the_new_name(kafka, spark, tmp_path):
+    p = Pipeline(kafka, spark, tmp_path, "optimistic")
+    creates = [ddl(p, t, BASE.format(t=t), BASE) for t in ("t1", "t2")]
+    late1 = row(p, "t1", {"id": 1, "a": 1}, BASE)
+    late2 = row(p, "t2", {"id": 2, "a": 2}, BASE)
+    renames = [ddl(p, t, f"ALTER TABLE {t} CHANGE a b INT", RENAMED) for t in ("t1", "t2")]
+    after = row(p, "t1", {"id": 3, "b": 3}, RENAMED)
+    # Both shards' renames arrive (the rename runs downstream) before the rows that precede
+    # them in the binlog: those rows still say "a".
+    p.send(creates + renames + after)
+    p.run()
+    assert p.rows() == [{"id": 3, "b": 3}]
+    assert p.lock()["stage"] == "none"
+    p.send(late1 + late2)
+    p.run()
+    assert p.rows() == [{"id": 1, "b": 1}, {"id": 2, "b": 2}, {"id": 3, "b": 3}]
+    dead = Path(p.settings.dead_letters())
+    assert not dead.exists() or spark.read.format("delta").load(str(dead)).count() == 0
