@@ -205,6 +205,7 @@ class Coordinator:
             st = self.shard_state(self._table(shard, change.table))
             if st is None:
                 continue
+            st.last_alter = position
             pairs = []
             for spec in change.specs:
                 if isinstance(spec, RenameColumn):

@@ -111,6 +111,7 @@ def _shard_to_json(s: ShardState) -> dict[str, Any]:
         "awaiting": s.awaiting,
         "admitted": s.admitted,
         "renamed": [[pos, [list(pair) for pair in pairs]] for pos, pairs in s.renamed],
+        "last_alter": s.last_alter,
     }
 
 
@@ -127,6 +128,7 @@ def _shard_from_json(raw: dict[str, Any]) -> ShardState:
         awaiting=raw.get("awaiting"),
         admitted=raw["admitted"],
         renamed=[(pos, tuple((o, n) for o, n in pairs)) for pos, pairs in raw.get("renamed", [])],
+        last_alter=raw.get("last_alter"),
     )
 
 

@@ -76,6 +76,10 @@ class ShardState:
     # before one that arrives late (its topic lags the schema-change topic) still carries
     # the old names, and is written under the names the target has now.
     renamed: list[tuple[Position, tuple[tuple[str, str], ...]]] = field(default_factory=list)
+    # The position of the last ALTER TABLE of this shard the coordinator saw: a row before
+    # it that names a column the target lacks is behind that DDL (a dropped column), not
+    # ahead of one that has not arrived.
+    last_alter: Position = None
 
     @property
     def held(self) -> bool:

@@ -520,8 +520,13 @@ class _Batch:
         t = self.c.targets[target]
         schema = self.schemas.get(target)
         assert schema is not None
+        behind = [
+            (st.shard.source, st.shard.db, st.shard.table, position_sql(st.last_alter))
+            for st in t.shards.values()
+            if st.last_alter is not None
+        ]
         projected = project_actions(
-            rows, schema, t.extract, project_all, self.late_renames(target)
+            rows, schema, t.extract, project_all, self.late_renames(target), behind
         ).persist()
         try:
             waits = self.await_ddls(projected.filter("_reason IS NOT NULL"))

@@ -53,11 +53,14 @@ def project_actions(
     extract: Extract,
     project_all: bool = False,
     renames: list[Renamed] | None = None,
+    behind: list[tuple[str, str, str, str]] | None = None,
 ) -> DataFrame:
     """Every event's key actions, projected onto the downstream columns, with
     ``_action``, ``_okey``, ``_sub`` and ``_reason`` (not null: the action cannot be
     written, and why); the event's own columns are kept for the dead letters. Rows behind
-    a column rename take the new names (``renames``, see :func:`renamed_keys`)."""
+    a column rename take the new names (``renames``, see :func:`renamed_keys`); rows
+    behind their shard's last ALTER (``behind``: source, db, table, position) lose the
+    values of columns the target no longer has."""
     extra = {
         (extract.source_column or "").lower(): "source",
         (extract.db_column or "").lower(): "db",
@@ -74,6 +77,14 @@ def project_actions(
     ).withColumn("_before", F.expr(renamed_keys(lower.format("before"), renames or [])))
     if "_project" not in df.columns:
         df = df.withColumn("_project", F.lit(project_all))
+    if behind:
+        # A row before its shard's last ALTER that names a column the target lacks is
+        # behind that DDL (the column was dropped since), not ahead of a missing one.
+        late = " OR ".join(
+            f"(source = {_lit(s)} AND db = {_lit(d)} AND tbl = {_lit(t)} AND _okey < {okey})"
+            for s, d, t, okey in behind
+        )
+        df = df.withColumn("_project", F.expr(f"_project OR ({late})"))
     key_changed = (
         " OR ".join(
             f"NOT (_before[{_lit(k.lower())}] <=> _after[{_lit(k.lower())}])" for k in upstream_key

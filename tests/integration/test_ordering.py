@@ -157,3 +157,19 @@ def test_a_row_behind_a_rename_that_ran_downstream_takes_the_new_name(kafka, spa
     assert p.rows() == [{"id": 1, "b": 1}, {"id": 2, "b": 2}, {"id": 3, "b": 3}]
     dead = Path(p.settings.dead_letters())
     assert not dead.exists() or spark.read.format("delta").load(str(dead)).count() == 0
+
+
+def test_a_row_behind_a_dropped_column_is_written_without_it(kafka, spark, tmp_path):
+    p = Pipeline(kafka, spark, tmp_path, "optimistic")
+    creates = [ddl(p, t, ADDED.format(t=t), ADDED) for t in ("t1", "t2")]
+    late = row(p, "t1", {"id": 1, "a": 1, "note": "old"}, ADDED)
+    drops = [ddl(p, t, f"ALTER TABLE {t} DROP COLUMN note", BASE) for t in ("t1", "t2")]
+    after = row(p, "t2", {"id": 2, "a": 2}, BASE)
+    # Both drops arrive (the column goes downstream) before a row that precedes t1's drop.
+    p.send(creates + drops + after)
+    p.run()
+    assert p.rows() == [{"id": 2, "a": 2}]
+    p.send(late)
+    p.run()
+    assert p.rows() == [{"id": 1, "a": 1}, {"id": 2, "a": 2}]
+    assert p.lock()["stage"] == "none" and p.lock()["blocked"] == []
