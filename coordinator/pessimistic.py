@@ -64,8 +64,13 @@ class PessimisticRules(LockRules):
 
     def admit(self, t: Target, st: ShardState, ddl: PendingDDL, out: list[Decision]) -> None:
         if t.applied is not None:
+            schema = st.schema
+            if schema.charset is None and schema.collation is None:
+                # No table charset written (a plain CREATE TABLE): the database default,
+                # which a snapshot's SHOW CREATE TABLE spells out; not a difference.
+                schema = schema.replace(charset=t.applied.charset, collation=t.applied.collation)
             try:
-                same = compare(t.applied, st.schema) == 0
+                same = compare(t.applied, schema) == 0
             except Incompatible:
                 same = False
             if not same:

@@ -525,10 +525,19 @@ class _Batch:
             for st in t.shards.values()
             if st.last_alter is not None
         ]
-        projected = project_actions(
+        cached = project_actions(
             rows, schema, t.extract, project_all, self.late_renames(target), behind
         ).persist()
         try:
+            unfit = cached.filter("_unfit IS NOT NULL")
+            if not unfit.isEmpty():
+                self.dead_letter_events(
+                    unfit.withColumn("_reason", F.col("_unfit")).dropDuplicates(
+                        ["topic", "partition", "offset"]
+                    ),
+                    None,
+                )
+            projected = cached.filter("_unfit IS NULL")
             waits = self.await_ddls(projected.filter("_reason IS NOT NULL"))
             ahead = waiting_sql(waits, "_okey")
             good = projected.filter(f"NOT ({ahead})") if waits else projected
@@ -552,7 +561,7 @@ class _Batch:
                 self.next_version(),
             )
         finally:
-            projected.unpersist()
+            cached.unpersist()
         return waits
 
     def late_renames(self, target: TargetId) -> list[Renamed]:

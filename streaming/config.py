@@ -60,6 +60,12 @@ class SourceSettings(_Frozen):
     source: str | None = Field(
         None, description="the source id for canal/maxwell topics (Debezium carries its own)"
     )
+    schema_pattern: str | None = Field(
+        None,
+        description="a regex of the topics among these that carry only DDL (Debezium's "
+        "schema-change topic, named after topic.prefix): read by a Kafka source of its own, "
+        "without maxOffsetsPerTrigger, so a DDL is never read after the rows that follow it",
+    )
 
     @model_validator(mode="after")
     def _topics_or_pattern(self) -> SourceSettings:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming.batch import BatchProcessor
-from streaming.config import Settings, load_settings
+from streaming.config import Settings, SourceSettings, load_settings
 
 __all__ = ["anchored", "build_query", "main", "read_kafka"]
 
@@ -24,32 +25,70 @@ log = logging.getLogger("shardmerge.job")
 
 
 def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
-    """One stream over every configured source; ``__fmt`` tells each record's format."""
+    """One stream over every configured source; ``__fmt`` tells each record's format.
+
+    A source with ``schema_pattern`` is read by two Kafka sources: its data topics with
+    ``maxOffsetsPerTrigger``, its schema-change topics without (they hold a handful of
+    records, and a rate limit shared with millions of rows would deliver most DDL after
+    the rows that follow it, which then take the stash round trip)."""
     frames = []
     for source in settings.sources:
-        reader = (
-            spark.readStream.format("kafka")
-            .option("kafka.bootstrap.servers", settings.kafka.bootstrap)
-            .option("startingOffsets", settings.kafka.starting_offsets)
-            # CDC must never skip data silently: a gap is an error.
-            .option("failOnDataLoss", "true")
-            .option("includeHeaders", "true")
-            # New shard tables bring new topics: notice them within seconds, not minutes.
-            .option("kafka.metadata.max.age.ms", "5000")
-        )
+        limited = settings.kafka.max_offsets_per_trigger
+        if source.schema_pattern is None:
+            frames.append(_kafka(spark, settings, source, _subscription(source), limited))
+            continue
+        schema = anchored(source.schema_pattern)
         if source.pattern:
-            reader = reader.option("subscribePattern", anchored(source.pattern))
+            data = ("subscribePattern", f"^(?!{schema})(?:{source.pattern})$")
+            ddl = ("subscribePattern", schema)
         else:
-            reader = reader.option("subscribe", ",".join(source.topics))
-        if settings.kafka.max_offsets_per_trigger:
-            reader = reader.option("maxOffsetsPerTrigger", settings.kafka.max_offsets_per_trigger)
-        for key, secret in settings.kafka.options.items():
-            reader = reader.option(f"kafka.{key}", secret.get_secret_value())
-        frames.append(reader.load().withColumn("__fmt", F.lit(source.format)))
+            regex = re.compile(schema)
+            names = [t for t in source.topics if not regex.match(t)]
+            ddl_names = [t for t in source.topics if regex.match(t)]
+            if not names or not ddl_names:
+                raise ValueError(
+                    f"source topics {source.topics}: schema_pattern {source.schema_pattern!r} "
+                    "must match some of them (the schema-change topics) and not all"
+                )
+            data = ("subscribe", ",".join(names))
+            ddl = ("subscribe", ",".join(ddl_names))
+        frames.append(_kafka(spark, settings, source, data, limited))
+        frames.append(_kafka(spark, settings, source, ddl, None))
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
     return df
+
+
+def _subscription(source: SourceSettings) -> tuple[str, str]:
+    if source.pattern:
+        return "subscribePattern", anchored(source.pattern)
+    return "subscribe", ",".join(source.topics)
+
+
+def _kafka(
+    spark: SparkSession,
+    settings: Settings,
+    source: SourceSettings,
+    subscription: tuple[str, str],
+    max_offsets: int | None,
+) -> DataFrame:
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", settings.kafka.bootstrap)
+        .option("startingOffsets", settings.kafka.starting_offsets)
+        # CDC must never skip data silently: a gap is an error.
+        .option("failOnDataLoss", "true")
+        .option("includeHeaders", "true")
+        # New shard tables bring new topics: notice them within seconds, not minutes.
+        .option("kafka.metadata.max.age.ms", "5000")
+        .option(*subscription)
+    )
+    if max_offsets:
+        reader = reader.option("maxOffsetsPerTrigger", max_offsets)
+    for key, secret in settings.kafka.options.items():
+        reader = reader.option(f"kafka.{key}", secret.get_secret_value())
+    return reader.load().withColumn("__fmt", F.lit(source.format))
 
 
 def anchored(pattern: str) -> str:

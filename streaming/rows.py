@@ -7,8 +7,9 @@ the old key. The last action per key (by source position) wins, which gives per-
 inside a MERGE. Values are read from the images as text (``map<string,string>``, keys
 lower-cased, MySQL names are case-insensitive) and cast to the Delta type; a column the
 image lacks gets the downstream column's fill value (its default, NULL, or MySQL's
-implicit value). A row naming a column the downstream lacks is not written: it goes to the
-dead letters with the reason, unless the shard is projected (an operator skipped a DDL).
+implicit value). A row naming a column the downstream lacks is not written: its shard
+waits for the DDL it is ahead of, unless the shard is projected (an operator skipped a
+DDL). A value that does not fit its column's type (``_unfit``) makes a dead letter.
 """
 
 from __future__ import annotations
@@ -112,17 +113,23 @@ def project_actions(
         ),
     )
     projected = []
+    unfit = []
     for col in schema.columns:
         if col.key in extra:
             projected.append(F.col(extra[col.key]).alias(f"_c_{col.key}"))
             continue
         got = f"_act.img[{_lit(col.key)}]"
         fill = literal_expr(col.type, col.fill_sql())
+        value = value_expr(col.type, got)
         projected.append(
             F.expr(
                 f"CASE WHEN map_contains_key(_act.img, {_lit(col.key)}) "
-                f"THEN {value_expr(col.type, got)} ELSE {fill} END"
+                f"THEN {value} ELSE {fill} END"
             ).alias(f"_c_{col.key}")
+        )
+        unfit.append(
+            f"WHEN {got} IS NOT NULL AND ({value}) IS NULL THEN concat('value ', {got}, "
+            f"' of column {col.name} does not fit the target type {col.type.type_sql()}')"
         )
     keep = [c for c in rows.columns if not c.startswith("_") or c in ("_okey", "_version")]
     return df.select(
@@ -131,6 +138,12 @@ def project_actions(
         F.col("_act.a").alias("_action"),
         F.col("_act.sub").alias("_sub"),
         F.col("_reason"),
+        # A value that cannot be stored (malformed for the column's type): a dead letter.
+        F.expr(
+            f"CASE WHEN _act.a = 'u' AND _reason IS NULL THEN CASE {' '.join(unfit)} END END"
+            if unfit
+            else "CAST(NULL AS STRING)"
+        ).alias("_unfit"),
     )
 
 

@@ -78,7 +78,14 @@ def value_expr(t: ColumnType, text: str) -> str:
         return f"unbase64({text})"
     if target == "STRING":
         return text
-    return f"CAST({text} AS {target})"
+    if target in _INTEGRAL:
+        # A DOUBLE/DECIMAL shard column feeding an integer target writes "2.0": integral
+        # values are taken; anything else does not fit (NULL here, a dead letter upstream).
+        return f"try_cast(regexp_replace({text}, '\\.0+$', '') AS {target})"
+    return f"try_cast({text} AS {target})"
+
+
+_INTEGRAL = {"TINYINT", "SMALLINT", "INT", "BIGINT"}
 
 
 def literal_expr(t: ColumnType, sql_literal: str) -> str:

@@ -429,3 +429,21 @@ def test_retry_without_a_refusal_is_an_operator_error():
     c = coord("optimistic", shards=(S1, S2))
     with pytest.raises(OperatorError, match="no refused downstream change"):
         c.command(parse_command("unlock shardddl.tb --retry"))
+
+
+def test_a_new_table_without_a_charset_clause_matches_a_snapshot_spelled_schema():
+    # A snapshot spells the table charset out (SHOW CREATE TABLE); a CREATE TABLE from the
+    # binlog often does not: the database default, not a difference.
+    c = Coordinator(Router((Route(T),)), {T: TargetConfig("pessimistic", False)})
+    c.register(
+        S1,
+        parse_create_table(
+            "CREATE TABLE `tb1` (`id` int(11) NOT NULL, `a` int(11) DEFAULT NULL, "
+            "PRIMARY KEY (`id`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 "
+            "COLLATE=utf8mb4_general_ci"
+        ),
+    )
+    c.on_ddl(S3, "CREATE TABLE tb2 (id INT PRIMARY KEY, a INT)", ["f", 1, 0, 1, 1])
+    assert c.locks()[0].stage == "none"
+    c.on_ddl(S2, "CREATE TABLE tb1 (id INT PRIMARY KEY, a BIGINT)", ["f", 2, 0, 2, 2])
+    assert c.locks()[0].stage == "conflict"  # a real difference still is one

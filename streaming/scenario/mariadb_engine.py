@@ -199,25 +199,25 @@ class _MariaRun(_Run):
             super().step(step)
             return
         shard = ShardId.parse(step.shard or "")
+        self.space(shard.source)
         if step.kind == "sql":
             assert step.sql is not None
             self.upstream.ddl(shard, step.sql)
-            self.space_ddl(shard.source)
             self.execute(shard, step.sql)
+            self.last_ddl = (shard.source, time.time())
         else:
             self.upstream.step(shard, step)  # an impossible step is an invalid file
             self.execute(shard, *dml_sql(shard.table, step))
 
-    def space_ddl(self, source: str) -> None:
-        """MariaDB's binlog stamps events in whole seconds, and the job orders DDLs of
-        different sources by that time: a DDL on another source than the previous DDL goes
-        into the next second, so that the file's order is the order the job sees."""
+    def space(self, source: str) -> None:
+        """MariaDB's binlog stamps events in whole seconds, and across sources the job can
+        only go by that time: an event of another source in the same second as a DDL could
+        be taken for one before it. A step on another source than the last DDL's waits for
+        the next second, so that the file's order is the order the job sees."""
         now = time.time()
         last = self.last_ddl
         if last is not None and last[0] != source and int(now) == int(last[1]):
             time.sleep(int(now) + 1.02 - now)
-            now = time.time()
-        self.last_ddl = (source, now)
 
     # --- waiting for Debezium -----------------------------------------------------------
 
@@ -313,7 +313,29 @@ class _MariaRun(_Run):
         dropped = self.dropped_shards()
         if dropped:
             return f"shard table(s) {', '.join(dropped)} were dropped (their rows stay downstream)"
+        kept = [c for c in self.dropped_columns() if seen.schema.has_column(c)]
+        if kept:
+            return (
+                f"column(s) {', '.join(kept)} dropped on a shard stay downstream with the "
+                "values the shard had (a DROP COLUMN waits for the last shard)"
+            )
         return None
+
+    def dropped_columns(self) -> list[str]:
+        from schemas.changes import AlterTable, DropColumn
+        from schemas.ddl import parse_ddl
+        from schemas.errors import DDLError
+
+        out = []
+        for step in self.scenario.steps:
+            try:
+                changes = parse_ddl(step.sql) if step.sql else []
+            except DDLError:
+                continue
+            for change in changes:
+                if isinstance(change, AlterTable):
+                    out += [s.name for s in change.specs if isinstance(s, DropColumn)]
+        return out
 
     def dropped_shards(self) -> list[str]:
         """Routed shard tables a step dropped (DROP TABLE, DROP DATABASE)."""

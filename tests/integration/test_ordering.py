@@ -173,3 +173,20 @@ def test_a_row_behind_a_dropped_column_is_written_without_it(kafka, spark, tmp_p
     p.run()
     assert p.rows() == [{"id": 1, "a": 1}, {"id": 2, "a": 2}]
     assert p.lock()["stage"] == "none" and p.lock()["blocked"] == []
+
+
+def test_a_value_that_does_not_fit_its_column_is_a_dead_letter(kafka, spark, tmp_path):
+    """A malformed value goes to the dead letters with the column named; the job goes on.
+    An integral value written as a decimal ("2.0", a DOUBLE shard column) is taken."""
+    p = Pipeline(kafka, spark, tmp_path, "optimistic")
+    p.send(
+        [ddl(p, "t1", BASE.format(t="t1"), BASE)]
+        + row(p, "t1", {"id": 1, "a": "abc"}, BASE)
+        + row(p, "t1", {"id": 2, "a": 2.0}, BASE)
+        + row(p, "t1", {"id": 3, "a": 3}, BASE)
+    )
+    p.run()
+    assert p.rows() == [{"id": 2, "a": 2}, {"id": 3, "a": 3}]
+    dead = spark.read.format("delta").load(p.settings.dead_letters()).collect()
+    assert [r["reason"] for r in dead] == ["value abc of column a does not fit the target type INT"]
+    assert p.lock()["stage"] == "none"

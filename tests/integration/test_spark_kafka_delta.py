@@ -139,3 +139,49 @@ def test_source_pattern_matches_whole_topic_names(
     )
     query.awaitTermination(120)
     assert sorted(seen) == [f"{stem}_s1", f"{stem}_s1.db.t"]
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+def test_schema_change_topics_are_read_without_the_rate_limit(
+    spark: SparkSession, kafka: KafkaBroker, tmp_path: Path
+) -> None:
+    """With ``schema_pattern``, the first micro-batch holds every DDL record while the data
+    topics are read ``maxOffsetsPerTrigger`` at a time; nothing is read twice."""
+    from streaming.config import KafkaSettings, Settings
+    from streaming.job import read_kafka
+
+    stem = f"lim{abs(hash(tmp_path)) % 10**8}"
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    for i in range(3):
+        producer.produce(f"{stem}_s1", value=f"ddl{i}".encode())
+    for i in range(50):
+        producer.produce(f"{stem}_s1.db.t", value=f"row{i}".encode())
+    assert producer.flush(30) == 0
+    settings = Settings.model_validate(
+        {
+            "kafka": KafkaSettings(bootstrap=kafka.bootstrap, max_offsets_per_trigger=10),
+            "sources": [{"pattern": rf"{stem}_s1(\..+)?", "schema_pattern": f"{stem}_s1"}],
+            "routes": [{"target": "db.t"}],
+            "sink": {"path": str(tmp_path / "lake")},
+            "checkpoint": str(tmp_path / "checkpoint"),
+        }
+    )
+    batches: list[list[str]] = []
+    query = (
+        read_kafka(spark, settings)
+        .writeStream.trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .foreachBatch(
+            lambda df, _: batches.append([r.value.decode() for r in df.select("value").collect()])
+        )
+        .start()
+    )
+    query.awaitTermination(180)
+    first = [v for v in batches[0] if v.startswith("ddl")]
+    assert sorted(first) == ["ddl0", "ddl1", "ddl2"]
+    assert all(len([v for v in b if v.startswith("row")]) <= 10 for b in batches)
+    everything = [v for b in batches for v in b]
+    assert sorted(everything) == sorted(
+        [f"ddl{i}" for i in range(3)] + [f"row{i}" for i in range(50)]
+    )
