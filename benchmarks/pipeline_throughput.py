@@ -78,7 +78,9 @@ def produce(
 def settings(bootstrap: str, source: str, work: Path, mode: str, max_offsets: int) -> Settings:
     return Settings(
         kafka=KafkaSettings(bootstrap=bootstrap, max_offsets_per_trigger=max_offsets),
-        sources=[SourceSettings(format="debezium", pattern=source + r"(\..*)?")],
+        sources=[
+            SourceSettings(format="debezium", pattern=source + r"(\..*)?", schema_pattern=source)
+        ],
         routes=[RouteSettings(target="shop.orders", table="orders_*")],
         targets={"shop.orders": TargetSettings(mode=mode)},
         sink=SinkSettings(path=str(work / "lake")),

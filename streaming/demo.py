@@ -65,7 +65,9 @@ def cli_main(argv: list[str]) -> int:
             kafka=KafkaSettings(
                 bootstrap=broker.bootstrap, max_offsets_per_trigger=args.max_offsets
             ),
-            sources=[SourceSettings(format="debezium", pattern=r"shop(\..*)?")],
+            sources=[
+                SourceSettings(format="debezium", pattern=r"shop(\..*)?", schema_pattern="shop")
+            ],
             routes=[RouteSettings(target="shop.orders", table="orders_*")],
             targets={"shop.orders": TargetSettings(mode=args.mode)},
             sink=SinkSettings(path=str(work / "lake")),

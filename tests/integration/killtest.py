@@ -95,6 +95,7 @@ def write_config(path: Path, bootstrap: str, source: str, work: Path, max_offset
 sources:
   - format: debezium
     pattern: '{source}(\\..*)?'
+    schema_pattern: '{source}'
 routes:
   - target: shop.orders
     table: 'orders_*'
