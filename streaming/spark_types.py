@@ -81,7 +81,7 @@ def value_expr(t: ColumnType, text: str) -> str:
     if target in _INTEGRAL:
         # A DOUBLE/DECIMAL shard column feeding an integer target writes "2.0": integral
         # values are taken; anything else does not fit (NULL here, a dead letter upstream).
-        return f"try_cast(regexp_replace({text}, '\\.0+$', '') AS {target})"
+        return f"try_cast(regexp_replace({text}, '[.]0+$', '') AS {target})"
     return f"try_cast({text} AS {target})"
 
 

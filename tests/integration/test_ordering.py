@@ -183,10 +183,11 @@ def test_a_value_that_does_not_fit_its_column_is_a_dead_letter(kafka, spark, tmp
         [ddl(p, "t1", BASE.format(t="t1"), BASE)]
         + row(p, "t1", {"id": 1, "a": "abc"}, BASE)
         + row(p, "t1", {"id": 2, "a": 2.0}, BASE)
-        + row(p, "t1", {"id": 3, "a": 3}, BASE)
+        + row(p, "t1", {"id": 3, "a": 30}, BASE)
+        + row(p, "t1", {"id": 100, "a": -100.00}, BASE)
     )
     p.run()
-    assert p.rows() == [{"id": 2, "a": 2}, {"id": 3, "a": 3}]
+    assert p.rows() == [{"id": 2, "a": 2}, {"id": 3, "a": 30}, {"id": 100, "a": -100}]
     dead = spark.read.format("delta").load(p.settings.dead_letters()).collect()
     assert [r["reason"] for r in dead] == ["value abc of column a does not fit the target type INT"]
     assert p.lock()["stage"] == "none"
