@@ -37,7 +37,7 @@ from streaming.config import ExtractSettings, RouteSettings
 from streaming.scenario.model import Scenario, Step
 from streaming.scenario.observe import Observation, row_key
 from streaming.scenario.runner import ScenarioResult
-from streaming.scenario.spark_engine import SparkScenarioSession, _Run
+from streaming.scenario.spark_engine import SparkScenarioSession, _Run, run_in_session
 from streaming.scenario.values import fill_value
 
 __all__ = ["MariaDbScenarioSession", "dml_sql", "run_mariadb_files"]
@@ -416,19 +416,4 @@ class _MariaRun(_Run):
 def run_mariadb_files(scenarios: list[Scenario]) -> Iterator[ScenarioResult]:
     sources = sorted({s for scenario in scenarios for s in scenario_sources(scenario)})
     with MariaDbScenarioSession(sources=tuple(sources) or ("s1",)) as session:
-        for scenario in scenarios:
-            try:
-                yield session.run(scenario)
-            except ShardMergeError as e:
-                yield ScenarioResult(
-                    scenario.name,
-                    "mariadb",
-                    False,
-                    {
-                        "name": scenario.name,
-                        "ok": False,
-                        "engine": "mariadb",
-                        "error": str(e),
-                        "failures": [str(e)],
-                    },
-                )
+        yield from run_in_session(session, scenarios, "mariadb")

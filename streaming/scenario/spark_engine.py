@@ -282,19 +282,17 @@ def _root_message(e: BaseException) -> str:
 
 def run_spark_files(scenarios: list[Scenario]) -> Iterator[ScenarioResult]:
     with SparkScenarioSession() as session:
-        for scenario in scenarios:
-            try:
-                yield session.run(scenario)
-            except ShardMergeError as e:
-                yield ScenarioResult(
-                    scenario.name,
-                    "spark",
-                    False,
-                    {
-                        "name": scenario.name,
-                        "ok": False,
-                        "engine": "spark",
-                        "error": str(e),
-                        "failures": [str(e)],
-                    },
-                )
+        yield from run_in_session(session, scenarios, "spark")
+
+
+def run_in_session(
+    session: SparkScenarioSession, scenarios: list[Scenario], engine: str
+) -> Iterator[ScenarioResult]:
+    """Each file in turn; a file the engine cannot run is a failed result, not the end."""
+    for scenario in scenarios:
+        try:
+            yield session.run(scenario)
+        except ShardMergeError as e:
+            output = {"name": scenario.name, "ok": False, "engine": engine, "error": str(e),
+                      "failures": [str(e)]}  # fmt: skip
+            yield ScenarioResult(scenario.name, engine, False, output)
