@@ -127,9 +127,9 @@ def project_actions(
                 f"THEN {value} ELSE {fill} END"
             ).alias(f"_c_{col.key}")
         )
+        why = _lit(f" of column {col.name} does not fit the target type {col.type.type_sql()}")
         unfit.append(
-            f"WHEN {got} IS NOT NULL AND ({value}) IS NULL THEN concat('value ', {got}, "
-            f"' of column {col.name} does not fit the target type {col.type.type_sql()}')"
+            f"WHEN {got} IS NOT NULL AND ({value}) IS NULL THEN concat('value ', {got}, {why})"
         )
     keep = [c for c in rows.columns if not c.startswith("_") or c in ("_okey", "_version")]
     return df.select(
