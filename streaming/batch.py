@@ -529,16 +529,15 @@ class _Batch:
             rows, schema, t.extract, project_all, self.late_renames(target), behind
         ).persist()
         try:
-            unfit = cached.filter("_unfit IS NOT NULL")
-            if not unfit.isEmpty():
+            waits, unfit = self.await_ddls(cached)
+            if unfit:
                 self.dead_letter_events(
-                    unfit.withColumn("_reason", F.col("_unfit")).dropDuplicates(
-                        ["topic", "partition", "offset"]
-                    ),
+                    cached.filter("_unfit IS NOT NULL")
+                    .withColumn("_reason", F.col("_unfit"))
+                    .dropDuplicates(["topic", "partition", "offset"]),
                     None,
                 )
             projected = cached.filter("_unfit IS NULL")
-            waits = self.await_ddls(projected.filter("_reason IS NOT NULL"))
             ahead = waiting_sql(waits, "_okey")
             good = projected.filter(f"NOT ({ahead})") if waits else projected
             if not replay:
@@ -584,19 +583,30 @@ class _Batch:
             rows, "source string, db string, tbl string, target string"
         )
 
-    def await_ddls(self, bad: DataFrame) -> list[tuple[ShardId, list[Any]]]:
-        """Each shard with rows ahead of a DDL waits from its first such row."""
-        firsts = bad.groupBy("source", "db", "tbl").agg(
-            F.min("_okey").alias("first"), F.first("_reason").alias("why")
+    def await_ddls(self, projected: DataFrame) -> tuple[list[tuple[ShardId, list[Any]]], bool]:
+        """Each shard with rows ahead of a DDL (``_reason``) waits from its first such row.
+        One pass also tells whether any value does not fit its column (``_unfit``)."""
+        ahead = F.col("_reason").isNotNull() & F.col("_unfit").isNull()
+        firsts = (
+            projected.filter("_reason IS NOT NULL OR _unfit IS NOT NULL")
+            .groupBy("source", "db", "tbl")
+            .agg(
+                F.min(F.when(ahead, F.col("_okey"))).alias("first"),
+                F.first(F.when(ahead, F.col("_reason")), ignorenulls=True).alias("why"),
+                F.count("_unfit").alias("unfit"),
+            )
+            .collect()
         )
         waits = []
-        for r in firsts.collect():
+        for r in firsts:
+            if r["first"] is None:
+                continue
             shard = ShardId(r["source"], r["db"], r["tbl"])
             f = r["first"]
             pos = okey_position(f)
             self.execute(self.c.await_ddl(shard, pos, f"{r['why']}: waiting for its DDL"))
             waits.append((shard, pos))
-        return waits
+        return waits, any(r["unfit"] for r in firsts)
 
     # --- step 6: control events and decisions -------------------------------------------------
 

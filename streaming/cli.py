@@ -16,6 +16,20 @@ import sys
 
 __all__ = ["main"]
 
+# Verbs whose module parses its own options: verb -> (module with cli_main, help).
+FORWARDED = {
+    "demo": ("streaming.demo", "the embedded default: local Kafka, a sharded workload, Delta"),
+    "produce": ("streaming.producer", "write a sharded Debezium workload to Kafka"),
+    "kafka": (
+        "streaming.kafka_local",
+        "a local Kafka broker (KRaft) for development: start|stop|status",
+    ),
+    "upstream": (
+        "streaming.upstream_local",
+        "local MariaDB servers captured by Debezium on Kafka Connect: start|stop|status",
+    ),
+}
+
 
 def _scenario_run(args: argparse.Namespace) -> int:
     from streaming.scenario.runner import run_files
@@ -125,12 +139,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_unlock_arguments(unlock)
     unlock.set_defaults(func=_unlock)
 
-    demo = verbs.add_parser(
-        "demo", help="the embedded default: local Kafka, a sharded workload, Delta", add_help=False
-    )
-    demo.add_argument("rest", nargs=argparse.REMAINDER)
-    demo.set_defaults(func=_forward("streaming.demo"))
-
     scenario = verbs.add_parser("scenario", help="scenario files: the test-case language")
     scenario_verbs = scenario.add_subparsers(dest="scenario_verb", required=True)
     srun = scenario_verbs.add_parser(
@@ -150,36 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     srun.set_defaults(func=_scenario_run)
 
-    produce = verbs.add_parser(
-        "produce", help="write a sharded Debezium workload to Kafka", add_help=False
-    )
-    produce.add_argument("rest", nargs=argparse.REMAINDER)
-    produce.set_defaults(func=_forward("streaming.producer"))
-
-    kafka = verbs.add_parser(
-        "kafka",
-        help="a local Kafka broker (KRaft) for development: start|stop|status",
-        add_help=False,
-    )
-    kafka.add_argument("rest", nargs=argparse.REMAINDER)
-    kafka.set_defaults(func=_forward("streaming.kafka_local"))
-
-    upstream = verbs.add_parser(
-        "upstream",
-        help="local MariaDB servers captured by Debezium on Kafka Connect: start|stop|status",
-        add_help=False,
-    )
-    upstream.add_argument("rest", nargs=argparse.REMAINDER)
-    upstream.set_defaults(func=_forward("streaming.upstream_local"))
+    for verb, (module, text) in FORWARDED.items():
+        forwarded = verbs.add_parser(verb, help=text, add_help=False)
+        forwarded.add_argument("rest", nargs=argparse.REMAINDER)
+        forwarded.set_defaults(func=_forward(module))
     return parser
-
-
-FORWARDED = {
-    "demo": "streaming.demo",
-    "produce": "streaming.producer",
-    "kafka": "streaming.kafka_local",
-    "upstream": "streaming.upstream_local",
-}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in FORWARDED:
         # These verbs own their options (argparse cannot pass "--x" through a positional).
         try:
-            forwarded: int = importlib.import_module(FORWARDED[argv[0]]).cli_main(argv[1:])
+            module = FORWARDED[argv[0]][0]
+            forwarded: int = importlib.import_module(module).cli_main(argv[1:])
         except ShardMergeError as e:
             print(f"shardmerge: {e}", file=sys.stderr)
             return 2

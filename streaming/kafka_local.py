@@ -123,9 +123,11 @@ class KafkaBroker:
         self.stop()
 
 
-def state_dir(name: str = "default", base_dir: str | Path | None = None) -> Path:
+def state_dir(
+    name: str = "default", base_dir: str | Path | None = None, default: Path = DEFAULT_BASE_DIR
+) -> Path:
     """``<base_dir>/<name>``; a relative ``base_dir`` is taken from the repo root."""
-    base = REPO_ROOT / (DEFAULT_BASE_DIR if base_dir is None else Path(base_dir))
+    base = REPO_ROOT / (default if base_dir is None else Path(base_dir))
     return (base / name).resolve()
 
 

@@ -77,7 +77,7 @@ import pymysql
 
 from schemas.errors import ShardMergeError
 from streaming import kafka_local
-from streaming._jars import JARS_DIR, REPO_ROOT, jars
+from streaming._jars import JARS_DIR, jars
 
 # Process helpers shared with the local broker (same machine, same habits).
 from streaming.kafka_local import (
@@ -310,9 +310,8 @@ class Upstream:
 
 
 def state_dir(name: str = "default", base_dir: str | Path | None = None) -> Path:
-    """``<base_dir>/<name>``; a relative ``base_dir`` is taken from the repo root."""
-    base = REPO_ROOT / (DEFAULT_BASE_DIR if base_dir is None else Path(base_dir))
-    return (base / name).resolve()
+    """``<base_dir>/<name>`` (default ``.state/upstream/<name>``), as for the broker."""
+    return kafka_local.state_dir(name, base_dir, DEFAULT_BASE_DIR)
 
 
 def start(

@@ -321,47 +321,46 @@ class _MariaRun(_Run):
             )
         return None
 
-    def dropped_columns(self) -> list[str]:
-        from schemas.changes import AlterTable, DropColumn
+    def step_changes(self) -> Iterator[tuple[ShardId, Any]]:
+        """Every schema change of the file's DDL steps, with the step's shard."""
         from schemas.ddl import parse_ddl
         from schemas.errors import DDLError
 
-        out = []
-        for step in self.scenario.steps:
-            try:
-                changes = parse_ddl(step.sql) if step.sql else []
-            except DDLError:
-                continue
-            for change in changes:
-                if isinstance(change, AlterTable):
-                    out += [s.name for s in change.specs if isinstance(s, DropColumn)]
-        return out
-
-    def dropped_shards(self) -> list[str]:
-        """Routed shard tables a step dropped (DROP TABLE, DROP DATABASE)."""
-        from schemas.changes import DropDatabase, DropTable
-        from schemas.ddl import parse_ddl
-        from schemas.errors import DDLError
-
-        router = self.settings.router()
-        out = []
         for step in self.scenario.steps:
             if not step.sql or not step.shard:
                 continue
-            at = ShardId.parse(step.shard)
             try:
                 changes = parse_ddl(step.sql)
             except DDLError:
                 continue
             for change in changes:
-                if isinstance(change, DropDatabase):
-                    out.append(f"{at.source}.{change.name}.*")
-                elif isinstance(change, DropTable):
-                    name = change.table
-                    shard = ShardId(at.source, name.db or at.db, name.table)
-                    if router.kind(shard) is TableKind.SHARD and router.route(shard):
-                        out.append(str(shard))
+                yield ShardId.parse(step.shard), change
+
+    def dropped_shards(self) -> list[str]:
+        """Routed shard tables a step dropped (DROP TABLE, DROP DATABASE)."""
+        from schemas.changes import DropDatabase, DropTable
+
+        router = self.settings.router()
+        out = []
+        for at, change in self.step_changes():
+            if isinstance(change, DropDatabase):
+                out.append(f"{at.source}.{change.name}.*")
+            elif isinstance(change, DropTable):
+                shard = ShardId(at.source, change.table.db or at.db, change.table.table)
+                if router.kind(shard) is TableKind.SHARD and router.route(shard):
+                    out.append(str(shard))
         return out
+
+    def dropped_columns(self) -> list[str]:
+        from schemas.changes import AlterTable, DropColumn
+
+        return [
+            spec.name
+            for _, change in self.step_changes()
+            if isinstance(change, AlterTable)
+            for spec in change.specs
+            if isinstance(spec, DropColumn)
+        ]
 
     def oracle(self, seen: Observation) -> list[dict[str, Any]]:
         """The shards' own rows, projected onto the downstream columns."""
