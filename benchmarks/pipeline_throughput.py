@@ -196,6 +196,12 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--max-offsets", type=int, default=250_000)
     parser.add_argument("--skip-held", action="store_true")
+    parser.add_argument("--skip-barrier", action="store_true")
+    parser.add_argument(
+        "--deletion-vectors",
+        action="store_true",
+        help="create every Delta table (targets, stash, baselines) with deletion vectors",
+    )
     args = parser.parse_args()
     from streaming import kafka_local
     from streaming.spark_session import build_spark
@@ -214,6 +220,10 @@ def main() -> None:
                 )
             )
             spark = build_spark("shardmerge-bench")
+            if args.deletion_vectors:
+                spark.conf.set(
+                    "spark.databricks.delta.properties.defaults.enableDeletionVectors", "true"
+                )
             n, secs = raw_rate(spark, broker.bootstrap, "bench")
             out.append(
                 (
@@ -259,41 +269,45 @@ def main() -> None:
                 )
             )
 
-            # barrier latency: pessimistic, the last shard's DDL in a batch of its own
-            from streaming.producer import DebeziumProducer
-            from streaming.workload import sharded_workload
+            if not args.skip_barrier:
+                # barrier latency: pessimistic, the last shard's DDL in a batch of its own
+                from streaming.producer import DebeziumProducer, send_workload
+                from streaming.workload import sharded_workload
 
-            p = DebeziumProducer(broker.bootstrap, "barrier")
-            events = list(
-                sharded_workload(
-                    4, 2000, ddl_at={0.5: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)"}
+                p = DebeziumProducer(broker.bootstrap, "barrier")
+                events = list(
+                    sharded_workload(
+                        4, 2000, ddl_at={0.5: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)"}
+                    )
                 )
-            )
-            ddls = [
-                i
-                for i, e in enumerate(events)
-                if e.kind == "ddl" and "ADD COLUMN" in (e.statement or "")
-            ]
-            last = ddls[-1]
-            from streaming.producer import send_workload
-
-            send_workload(p, events[:last])
-            p.flush()
-            sb = settings(broker.bootstrap, "barrier", work / "barrier", "pessimistic", 1_000_000)
-            run_job(spark, sb)
-            send_workload(p, events[last:])
-            p.flush()
-            t0 = time.time()
-            run_job(spark, sb)
-            latest = StateStore(sb.checkpoint).latest()
-            assert latest is not None
-            stats = latest[1]["stats"]
-            same = bool(stats["downstream_ddl"]) and stats["replayed"] > 0
-            out.append(("DDL barrier: last shard's DDL -> DDL applied + held rows written",
-                        f"{'in the same micro-batch' if same else 'NOT in the same batch'} "
-                        f"(batch {stats['batch']}, {stats['replayed']:,} held rows replayed, {time.time() - t0:.1f}s incl. query start)"))  # fmt: skip
+                ddls = [
+                    i
+                    for i, e in enumerate(events)
+                    if e.kind == "ddl" and "ADD COLUMN" in (e.statement or "")
+                ]
+                last = ddls[-1]
+                send_workload(p, events[:last])
+                p.flush()
+                sb = settings(
+                    broker.bootstrap, "barrier", work / "barrier", "pessimistic", 1_000_000
+                )
+                run_job(spark, sb)
+                send_workload(p, events[last:])
+                p.flush()
+                t0 = time.time()
+                run_job(spark, sb)
+                latest = StateStore(sb.checkpoint).latest()
+                assert latest is not None
+                stats = latest[1]["stats"]
+                same = bool(stats["downstream_ddl"]) and stats["replayed"] > 0
+                out.append(("DDL barrier: last shard's DDL -> DDL applied + held rows written",
+                            f"{'in the same micro-batch' if same else 'NOT in the same batch'} "
+                            f"(batch {stats['batch']}, {stats['replayed']:,} held rows replayed, {time.time() - t0:.1f}s incl. query start)"))  # fmt: skip
 
             if not args.skip_held:
+                from streaming.producer import DebeziumProducer, send_workload
+                from streaming.workload import sharded_workload
+
                 ph = DebeziumProducer(broker.bootstrap, "held")
                 held_events = sharded_workload(
                     args.shards,

@@ -28,7 +28,7 @@ class RowPlan:
     - ``hold_from``: with a ``hold`` route, rows at or after this position wait; rows
       before it arrived late (their topic lags the schema-change topic) and are written.
       None with a ``hold`` route: every row waits (the target refused a change, or the
-      shard has no hold position).
+      table is not registered yet).
     - ``late_renames``: column renames, in order, that a row positioned before each one
       must go through because the downstream no longer has the old name.
     - ``last_alter``: a row positioned before it that names a column the downstream lacks
@@ -45,12 +45,10 @@ def row_plan(c: Coordinator, shard: ShardId) -> RowPlan:
     """The row plan of ``shard`` in ``c``'s current state (reads, never changes it)."""
     route = c.route_row(shard)
     st = c.shard_state(shard)
-    hold_from: Position = None
     if st is None:
-        if route.action == "hold":
-            hold_from = c.unregistered.get(shard)
-        return RowPlan(route, hold_from)
+        return RowPlan(route)  # a table not registered yet: all its rows wait
     t = c.targets[c.where[shard]]
+    hold_from: Position = None
     if route.action == "hold" and t.refused is None:
         hold_from = st.pending[0].position if st.held else st.awaiting
     downstream = t.downstream()

@@ -57,6 +57,7 @@ from streaming.config import Settings
 from streaming.control import (
     OKEY_TYPE,
     ORDER_KEY,
+    commit_time,
     control_sql,
     in_global_order,
     join_split_renames,
@@ -208,15 +209,18 @@ class _Batch:
             }
             # 5. decide
             planner = Planner(self.c)
-            for r in controls:
-                self.control(r, planner)
+            for j, r in enumerate(controls):
+                try:
+                    self.control(r, planner)
+                except ConflictError:
+                    # A strict target stops the job here; the rows before this control
+                    # event are written first, as they would be one by one.
+                    self.decided(planner, shards)
+                    self.write(self.before(rows, controls[j:]), planner)
+                    raise
                 crash_point("after_ddl")
-            released = {d.shard for d in self.ex.work.releases}
-            planner.finish(sorted(set(shards) | released, key=str))
-            self.await_unregistered(planner, shards)
+            self.decided(planner, shards)
             self.stats.ddl = len(controls)
-            self.stats.downstream_ddl = self.ex.downstream_ddl
-            self.stats.refused_ddl = self.ex.refused_ddl
             self.stats.decide_seconds = round(time.monotonic() - started, 3)
             # 6. write
             self.write(rows, planner)
@@ -273,6 +277,32 @@ class _Batch:
             return
         planner.close(segs, decisions)
         self.ex.run(decisions)
+
+    def decided(self, planner: Planner, shards: dict[ShardId, list[Any]]) -> None:
+        released = {d.shard for d in self.ex.work.releases}
+        planner.finish(sorted(set(shards) | released, key=str))
+        self.await_unregistered(planner, shards)
+        self.stats.downstream_ddl = self.ex.downstream_ddl
+        self.stats.refused_ddl = self.ex.refused_ddl
+
+    def before(self, rows: DataFrame, rest: list[Any]) -> DataFrame:
+        """The rows that come before every control event of ``rest``: positioned before
+        the first of them that touches their own shard, committed no later than the
+        first of them."""
+        cut: dict[ShardId, list[Any]] = {}
+        for r in rest:
+            for s in touched(r, list(self.c.where)):
+                cut.setdefault(s, position_of(r))
+        frame = self.spark.createDataFrame(
+            [(s.source, s.db, s.table, okey_value(p)) for s, p in cut.items()],
+            f"source string, db string, tbl string, _cut {OKEY_TYPE}",
+        )
+        latest = min(commit_time(r) for r in rest)
+        return (
+            rows.join(F.broadcast(frame), ["source", "db", "tbl"], "left")
+            .filter(f"NOT coalesce(_okey > _cut, false) AND coalesce(ts_ms, 0) <= {latest}")
+            .drop("_cut")
+        )
 
     def await_unregistered(self, planner: Planner, shards: dict[ShardId, list[Any]]) -> None:
         """Rows of a routed table whose CREATE TABLE has not arrived (it is on another

@@ -82,6 +82,11 @@ class Planner:
         the held rows of the segments it closed."""
         for seg in segs:
             route = seg.plan.route
+            if route.action == "unknown":
+                # Rows of a table before the statement that registered it (another topic
+                # carried them ahead): they follow the table it created.
+                seg.plan, seg.closed = row_plan(self.c, seg.shard), False
+                continue
             for d in decisions:
                 if (
                     isinstance(d, Release)
