@@ -393,7 +393,8 @@ class _Batch:
                 continue
             src = sources[0] if len(sources) == 1 else sources[0].unionByName(sources[1])
             ahead, unfit = self.merge(target, path, src, merge_slot, waits)
-            stash_parts.append(ahead)
+            if ahead is not None:
+                stash_parts.append(ahead)
             if unfit is not None:
                 dead_parts.append(unfit)
             crash_point("after_rows")
@@ -403,8 +404,7 @@ class _Batch:
             frame = stash_parts[0]
             for part in stash_parts[1:]:
                 frame = frame.unionByName(part)
-            if not frame.isEmpty():
-                append(frame, self.stash.path, stash_version)
+            append(frame, self.stash.path, stash_version)
         if self.dead:
             keys = self.spark.createDataFrame(
                 self.dead, "_dt string, _dp int, _do long, _reason string"
@@ -451,7 +451,7 @@ class _Batch:
         src: DataFrame,
         version: int,
         waits: list[tuple[str, str, str, Any]],
-    ) -> tuple[DataFrame, DataFrame | None]:
+    ) -> tuple[DataFrame | None, DataFrame | None]:
         """MERGE one target's rows. A row naming a column the target lacks is ahead of a
         DDL that has not arrived: its shard waits from that row on (such fresh rows go to
         the stash, replayed ones stay in it). Returns the fresh rows to stash and the dead
@@ -494,12 +494,14 @@ class _Batch:
             list(schema.column_names()),
             version,
         )
-        ahead = self.stash.rows(
-            flagged.filter("_ahead AND _unfit IS NULL AND _fate = 'write'").dropDuplicates(KEY),
-            "_target",
-            "_version",
-            self.batch,
-        )
+        ahead = None
+        if mine:
+            ahead = self.stash.rows(
+                flagged.filter("_ahead AND _unfit IS NULL AND _fate = 'write'").dropDuplicates(KEY),
+                "_target",
+                "_version",
+                self.batch,
+            )
         unfit = None
         if any(r["unfit"] for r in firsts):
             unfit = _dead(
