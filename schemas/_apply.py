@@ -33,7 +33,7 @@ from schemas.changes import (
 from schemas.errors import SchemaError
 from schemas.model import CHARSET_TYPES, Column, Index, TableSchema, name_key
 
-__all__ = ["apply", "auto_index_name"]
+__all__ = ["apply", "auto_index_name", "effect"]
 
 
 def auto_index_name(column: str, taken: Iterable[str]) -> str:
@@ -230,3 +230,26 @@ def _table_options(schema: TableSchema, spec: TableOptions) -> TableSchema:
         for c in schema.columns
     )
     return schema.replace(columns=columns, charset=charset, collation=collation)
+
+
+def effect(change: AlterTable, schema: TableSchema) -> tuple[TableSchema, tuple[tuple[str, str | None], ...]]:
+    """What ``change`` does to ``schema``: the schema after it, and where each of its
+    columns comes from (the column of ``schema`` it keeps the data of, by name key, or
+    None for a new column).
+
+    Two statements with equal effects are the same change, however written:
+    ``RENAME COLUMN a TO c`` and ``CHANGE a c INT`` (a being INT), ``MODIFY a ...`` and
+    ``CHANGE a a ...``. The origins tell a rename (data kept) from a drop and an add.
+    """
+    origin: dict[str, str | None] = {c.key: c.key for c in schema.columns}
+    for spec in change.specs:
+        after = _spec(spec, schema)
+        if isinstance(spec, ChangeColumn | RenameColumn):
+            old = name_key(spec.old_name)
+            new = name_key(spec.column.name if isinstance(spec, ChangeColumn) else spec.new_name)
+            origin[new] = origin.pop(old)
+        present = {c.key for c in after.columns}
+        origin = {k: v for k, v in origin.items() if k in present}
+        origin.update({k: None for k in present if k not in origin})
+        schema = after
+    return schema, tuple(sorted(origin.items()))

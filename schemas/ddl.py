@@ -20,7 +20,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from schemas import _sqlglot_compat as compat
-from schemas._apply import apply, auto_index_name
+from schemas._apply import apply, auto_index_name, effect
 from schemas._types import (
     UnsupportedType,
     charset_name,
@@ -61,7 +61,9 @@ from schemas.model import Column, ColumnType, Index, TableName, TableSchema, nam
 __all__ = [
     "InvalidDDLError",
     "apply",
+    "effect",
     "normalize",
+    "normalize_schema",
     "parse_create_table",
     "parse_ddl",
     "parse_type",
@@ -360,6 +362,12 @@ def _column(coldef: exp.ColumnDef) -> tuple[Column, list[AlterSpec]]:
             raise _Fail(f"unsupported column attribute {c.sql(dialect='mysql')!r}")
     if any(isinstance(s, AddPrimaryKey) for s in extra):
         nullable = False
+    if auto_increment:
+        # MySQL and MariaDB make an AUTO_INCREMENT column NOT NULL without a default,
+        # whatever the statement says (``a INT NULL AUTO_INCREMENT`` is NOT NULL too).
+        if default is not None:
+            raise SchemaError(f"column {coldef.name!r} is AUTO_INCREMENT and cannot have a default")
+        nullable, explicit_null = False, False
     if explicit_null and not nullable:
         raise SchemaError(f"column {coldef.name!r} is NOT NULL and cannot have DEFAULT NULL")
     column = Column(coldef.name, ctype, nullable, default, generated, stored, auto_increment)
@@ -423,6 +431,11 @@ def normalize(change: SchemaChange, table: TableName | None = None) -> SchemaCha
     if isinstance(change, CreateDatabase):
         return CreateDatabase(name_key(change.name), change.if_not_exists)
     return DropDatabase(name_key(change.name), change.if_exists)
+
+
+def normalize_schema(schema: TableSchema) -> TableSchema:
+    """``schema`` with column and index names lower-cased (MySQL compares them so)."""
+    return _norm_schema(schema, TableName(schema.name))
 
 
 def _norm_table(name: TableName) -> TableName:
