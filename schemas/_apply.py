@@ -20,6 +20,7 @@ from schemas.changes import (
     ChangeColumn,
     CreateTable,
     DropColumn,
+    DropConstraint,
     DropIndex,
     DropPrimaryKey,
     ModifyColumn,
@@ -36,8 +37,15 @@ from schemas.model import CHARSET_TYPES, Column, Index, TableSchema, name_key
 __all__ = ["apply", "auto_index_name", "effect"]
 
 
+def is_expression(part: str) -> bool:
+    """Whether a key part is a functional one (kept as ``(expr)``), not a column name."""
+    return part.startswith("(")
+
+
 def auto_index_name(column: str, taken: Iterable[str]) -> str:
-    """MySQL's name for an unnamed index: its first column, then ``_2``, ``_3`` on clashes."""
+    """MySQL's name for an unnamed index: its first column (``functional_index`` for an
+    expression), then ``_2``, ``_3`` on clashes."""
+    column = "functional_index" if is_expression(column) else column
     keys = {name_key(t) for t in taken} | {"primary"}
     name, n = column, 2
     while name_key(name) in keys:
@@ -130,7 +138,31 @@ def _replace_column(
     )
 
 
+def _skipped(spec: AlterSpec, schema: TableSchema) -> bool:
+    """An ``IF [NOT] EXISTS`` specification that does not apply to ``schema``."""
+    if not getattr(spec, "if_exists", False):
+        return False
+    if isinstance(spec, AddColumn):
+        return schema.has_column(spec.column.name)
+    if isinstance(spec, DropColumn):
+        return not schema.has_column(spec.name)
+    if isinstance(spec, ModifyColumn):
+        return not schema.has_column(spec.column.name)
+    if isinstance(spec, ChangeColumn):
+        return not schema.has_column(spec.old_name)
+    if isinstance(spec, AddIndex):
+        return bool(spec.index.name) and schema.index(spec.index.name) is not None
+    if isinstance(spec, DropIndex | DropConstraint):
+        return schema.index(spec.name) is None
+    return False
+
+
 def _spec(spec: AlterSpec, schema: TableSchema) -> TableSchema:
+    if _skipped(spec, schema):
+        return schema
+    if isinstance(spec, DropConstraint):
+        index = schema.index(spec.name)
+        return schema if index is None else _spec(DropIndex(index.name), schema)
     if isinstance(spec, AddColumn):
         if schema.has_column(spec.column.name):
             raise SchemaError(f"column {spec.column.name!r} already exists in {_where(schema)}")
@@ -196,7 +228,7 @@ def _drop_column(schema: TableSchema, name: str) -> TableSchema:
 
 def _add_index(schema: TableSchema, index: Index) -> TableSchema:
     for name in index.columns:
-        if not schema.has_column(name):
+        if not is_expression(name) and not schema.has_column(name):
             raise SchemaError(
                 f"index {index.name or name!r} names unknown column {name!r} in {_where(schema)}"
             )
@@ -232,7 +264,9 @@ def _table_options(schema: TableSchema, spec: TableOptions) -> TableSchema:
     return schema.replace(columns=columns, charset=charset, collation=collation)
 
 
-def effect(change: AlterTable, schema: TableSchema) -> tuple[TableSchema, tuple[tuple[str, str | None], ...]]:
+def effect(
+    change: AlterTable, schema: TableSchema
+) -> tuple[TableSchema, tuple[tuple[str, str | None], ...]]:
     """What ``change`` does to ``schema``: the schema after it, and where each of its
     columns comes from (the column of ``schema`` it keeps the data of, by name key, or
     None for a new column).

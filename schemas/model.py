@@ -201,7 +201,8 @@ class Index:
         return name_key(self.name)
 
     def to_sql(self) -> str:
-        cols = ", ".join(quote(c) for c in self.columns)
+        # A functional key part is kept as its expression in parentheses.
+        cols = ", ".join(c if c.startswith("(") else quote(c) for c in self.columns)
         prefix = {"INDEX": "KEY", "UNIQUE": "UNIQUE KEY"}.get(self.kind, f"{self.kind} KEY")
         # An unnamed index (ADD INDEX (a)) gets its name from MySQL when it is applied.
         name = f" {quote(self.name)}" if self.name else ""
