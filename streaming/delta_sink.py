@@ -24,8 +24,8 @@ from schemas.changes import (
     ModifyColumn,
     RenameColumn,
 )
-from schemas.errors import ShardMergeError
 from schemas.model import TableSchema
+from shardmerge.errors import ShardMergeError
 from streaming.spark_types import delta_type, literal_expr, schema_ddl
 
 __all__ = ["APP_ID", "DeltaSink", "SinkError", "txn"]
