@@ -16,6 +16,7 @@ from schemas.errors import SchemaError
 
 __all__ = [
     "IMPLICIT_DEFAULT",
+    "SPATIAL_TYPES",
     "Column",
     "ColumnType",
     "Index",
@@ -38,6 +39,17 @@ BLOB_TYPES = ("TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB")
 STRING_TYPES = ("CHAR", "VARCHAR", "BINARY", "VARBINARY")
 TIME_TYPES = ("DATETIME", "TIMESTAMP", "TIME")
 CHARSET_TYPES = ("CHAR", "VARCHAR", *TEXT_TYPES, "ENUM", "SET")
+# Spatial values travel as WKB bytes (Debezium: a struct with ``wkb`` and ``srid``).
+SPATIAL_TYPES = (
+    "GEOMETRY",
+    "POINT",
+    "LINESTRING",
+    "POLYGON",
+    "MULTIPOINT",
+    "MULTILINESTRING",
+    "MULTIPOLYGON",
+    "GEOMETRYCOLLECTION",
+)
 
 
 def name_key(name: str) -> str:

@@ -6,25 +6,21 @@ server's verdict on each statement was recorded by ``scripts/capture-ddl-corpus`
 no server is needed. Every statement the server accepts must parse, except the ones
 listed in ``REFUSED`` with the reason shardmerge refuses them on purpose.
 docs/ddl-coverage.md carries the coverage table this test computes (``python
-tests/test_ddl_corpus.py`` prints it).
+tests/unit/test_ddl_corpus.py`` prints it).
 """
 
 from __future__ import annotations
 
-import sys
 from functools import cache
 from pathlib import Path
 
+import ddl_corpus as corpus
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from schemas.ddl import parse_ddl
+from schemas.errors import DDLError
 
-import ddl_corpus as corpus  # noqa: E402
-
-from schemas.ddl import parse_ddl  # noqa: E402
-from schemas.errors import DDLError  # noqa: E402
-
-DOC = Path(__file__).resolve().parents[1] / "docs" / "ddl-coverage.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "ddl-coverage.md"
 
 # Statements the server accepts that shardmerge refuses on purpose: "file#n" -> a part
 # of the reason it gives. (None in the corpus today; DROP/TRUNCATE PARTITION and system
@@ -100,7 +96,7 @@ def test_show_create_table_output_parses_to_a_create_table(file: str) -> None:
 
 def test_docs_report_this_coverage() -> None:
     assert corpus.table(list(coverage())) in DOC.read_text(encoding="utf-8"), (
-        "docs/ddl-coverage.md is out of date: paste the table `python tests/test_ddl_corpus.py` "
+        "docs/ddl-coverage.md is out of date: paste the table `python tests/unit/test_ddl_corpus.py` "
         "prints"
     )
 

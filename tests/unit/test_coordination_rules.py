@@ -13,8 +13,8 @@ import pytest
 
 from coordinator import Coordinator, Route, Router, ShardId, TargetConfig, TargetId
 from schemas import parse_create_table
-from schemas.ddl import parse_ddl
 from schemas.changes import AlterTable
+from schemas.ddl import parse_ddl
 
 T = TargetId("shardddl", "tb")
 S1, S2 = ShardId.parse("s1.db1.tb1"), ShardId.parse("s2.db1.tb1")

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parent / "fixtures" / "ddl-corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "ddl-corpus"
 VERDICTS = CORPUS / "server-verdicts.json"
 CAPTURED = "captured"  # the sub-directory of SHOW CREATE TABLE outputs
 
