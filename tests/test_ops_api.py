@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -260,3 +261,14 @@ def test_ddl_kinds_are_a_bounded_set():
         "drop_column",
     ]
     assert ddl_kind("not sql at all ((") == ["other"]
+
+
+def test_every_served_metric_is_documented_and_every_documented_one_served(serve):
+    server, _, _ = serve()
+    served = {
+        (f.name + "_total" if f.type == "counter" else f.name, f.type)
+        for f in text_string_to_metric_families(call(server, "GET", "/metrics")[2].decode())
+    }
+    doc = (Path(__file__).resolve().parents[1] / "docs/operations.md").read_text()
+    documented = set(re.findall(r"^\| `(shardmerge_[a-z_]+)` \| (\w+) \|", doc, re.M))
+    assert served == documented
