@@ -23,7 +23,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from streaming.ops.observer import STEP_BUCKETS
-from streaming.ops.views import Views, lag_by_partition, progress_dicts
+from streaming.ops.views import Views, lag_by_partition
 
 __all__ = ["JobCollector", "registry_for"]
 
@@ -168,7 +168,7 @@ class JobCollector(Collector):
     # --- Spark's query progress ----------------------------------------------------------
 
     def _progress(self) -> Iterator[Metric]:
-        recent = progress_dicts(self.views.query)
+        recent = self.views.recent_progress()
         last = recent[-1] if recent else None
         lag = GaugeMetricFamily(
             "shardmerge_kafka_lag_records",

@@ -9,6 +9,7 @@ memory, read over py4j: no Spark job). Held rows and dead letters come from
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
@@ -115,6 +116,18 @@ class Views:
         self.query = query
         self.counts = counts
         self.store = StateStore(settings.checkpoint)
+        self._recent: tuple[float, list[dict[str, Any]]] = (0.0, [])
+        self._recent_lock = threading.Lock()
+
+    def recent_progress(self) -> list[dict[str, Any]]:
+        """Spark's recent query progress, fetched over py4j at most once a second (the page
+        and Prometheus ask often; each ask from a new thread costs a py4j connection)."""
+        with self._recent_lock:
+            at, recent = self._recent
+            if time.monotonic() - at > 1.0:
+                recent = progress_dicts(self.query)
+                self._recent = (time.monotonic(), recent)
+            return recent
 
     # --- the state -----------------------------------------------------------------------
 
@@ -239,7 +252,7 @@ class Views:
 
     def progress(self) -> dict[str, Any]:
         snap = self.observer.snapshot()
-        recent = progress_dicts(self.query)
+        recent = self.recent_progress()
         last = recent[-1] if recent else None
         return {
             "now": time.time(),
