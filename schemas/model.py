@@ -22,6 +22,8 @@ __all__ = [
     "TableName",
     "TableSchema",
     "name_key",
+    "sql_string",
+    "string_value",
 ]
 
 # A column default that MySQL itself would fill: the type's implicit value (0, '', the zero
@@ -48,7 +50,35 @@ def quote(name: str) -> str:
 
 
 def sql_string(value: str) -> str:
+    """A MySQL string literal of ``value`` (the inverse of :func:`string_value`)."""
     return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+# MySQL's backslash escapes in string literals (MySQL 8.4 manual, "String Literals");
+# \% and \_ keep their backslash (they are LIKE escapes); any other escaped character
+# stands for itself.
+_MYSQL_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a"}
+_MYSQL_ESCAPES |= {"%": "\\%", "_": "\\_"}
+
+
+def string_value(literal: str) -> str:
+    """The value of a single-quoted MySQL string literal (``'it''s'`` -> ``it's``), as
+    MySQL reads it with its default SQL mode (backslash escapes on)."""
+    if len(literal) < 2 or literal[0] != "'" or literal[-1] != "'":
+        raise SchemaError(f"not a quoted string literal: {literal!r}")
+    body, out, i = literal[1:-1], [], 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            out.append(_MYSQL_ESCAPES.get(body[i + 1], body[i + 1]))
+            i += 2
+        elif ch == "'" and body[i + 1 : i + 2] == "'":
+            out.append("'")
+            i += 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
 
 
 @dataclass(frozen=True)

@@ -58,12 +58,15 @@ from schemas.changes import (
     TruncateTable,
 )
 from schemas.ddl import parse_ddl
-from schemas.errors import DDLError, ShardMergeError
+from schemas.errors import DDLError
+from schemas.model import quote
+from shardmerge.errors import ShardMergeError
 from streaming.config import Settings
+from streaming.contract import EVENT_SCHEMA
 from streaming.delta_sink import APP_ID, DeltaSink, SinkError
-from streaming.events.contract import EVENT_SCHEMA
 from streaming.faults import crash_point
 from streaming.ops.observer import BatchObserver
+from streaming.quoting import check_session, ident, string
 from streaming.rows import Renamed, merge_source, project_actions
 from streaming.state_store import StateStore
 
@@ -98,7 +101,7 @@ def okey_position(okey: Any) -> list[Any]:
 def position_sql(position: list[Any]) -> str:
     f, p, r, t, o = position
     return (
-        f"named_struct('f', {json.dumps(str(f))}, 'p', {int(p)}L, 'r', {int(r)}, "
+        f"named_struct('f', {string(str(f))}, 'p', {int(p)}L, 'r', {int(r)}, "
         f"'t', {int(t)}L, 'o', {int(o)}L)"
     )
 
@@ -186,16 +189,12 @@ def waiting_sql(waits: list[tuple[ShardId, list[Any]]], key: str) -> str:
     """Rows of the given shards from the given positions on (``key``: the order key)."""
     return (
         " OR ".join(
-            f"(source = {sql_str(s.source)} AND db = {sql_str(s.db)} AND "
-            f"tbl = {sql_str(s.table)} AND {key} >= {position_sql(pos)})"
+            f"(source = {string(s.source)} AND db = {string(s.db)} AND "
+            f"tbl = {string(s.table)} AND {key} >= {position_sql(pos)})"
             for s, pos in waits
         )
         or "false"
     )
-
-
-def sql_str(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @dataclass
@@ -219,6 +218,7 @@ class BatchProcessor:
     """The ``foreachBatch`` function of the job (see the module docstring for the steps)."""
 
     def __init__(self, spark: SparkSession, settings: Settings, decode: Any) -> None:
+        check_session(spark.conf.get)
         self.spark = spark
         self.settings = settings
         self.decode = decode
@@ -376,8 +376,8 @@ class _Batch:
             r = controls[j]
             for shard in self.touched(r):
                 own.append(
-                    f"WHEN source = {sql_str(shard.source)} AND db = {sql_str(shard.db)} "
-                    f"AND tbl = {sql_str(shard.table)} "
+                    f"WHEN source = {string(shard.source)} AND db = {string(shard.db)} "
+                    f"AND tbl = {string(shard.table)} "
                     f"AND _okey > {position_sql(position_of(r))} THEN {j + 1}"
                 )
         by_time = [
@@ -397,7 +397,7 @@ class _Batch:
         out = []
         for r in controls:
             shard = ShardId(r["source"], r["db"], r["tbl"])
-            sql = r["ddl"] if r["op"] == "ddl" else f"TRUNCATE TABLE `{r['tbl']}`"
+            sql = r["ddl"] if r["op"] == "ddl" else f"TRUNCATE TABLE {quote(r['tbl'])}"
             try:
                 decides = bool(probe.on_ddl(shard, sql, position_of(r)))
             except ShardMergeError:
@@ -465,7 +465,7 @@ class _Batch:
         )
         joined = rows.join(F.broadcast(rdf), ["source", "db", "tbl"])
         held_cases = [
-            f"(source = {sql_str(s.source)} AND db = {sql_str(s.db)} AND tbl = {sql_str(s.table)} "
+            f"(source = {string(s.source)} AND db = {string(s.db)} AND tbl = {string(s.table)} "
             f"AND _okey < {position_sql(pos)})"
             for s, pos in since.items()
             if pos is not None
@@ -508,8 +508,8 @@ class _Batch:
             version = (
                 "CASE "
                 + " ".join(
-                    f"WHEN source = {sql_str(s.source)} AND db = {sql_str(s.db)} AND "
-                    f"tbl = {sql_str(s.table)} THEN {v}"
+                    f"WHEN source = {string(s.source)} AND db = {string(s.db)} AND "
+                    f"tbl = {string(s.table)} THEN {v}"
                     for s, v in versions.items()
                 )
                 + " END"
@@ -624,7 +624,7 @@ class _Batch:
 
     def control(self, r: Any) -> None:
         shard = ShardId(r["source"], r["db"], r["tbl"])
-        sql = r["ddl"] if r["op"] == "ddl" else f"TRUNCATE TABLE `{r['tbl']}`"
+        sql = r["ddl"] if r["op"] == "ddl" else f"TRUNCATE TABLE {quote(r['tbl'])}"
         try:
             decisions = self.c.on_ddl(shard, sql, position_of(r))
         except UnknownShardError as e:
@@ -677,7 +677,7 @@ class _Batch:
                     self.schemas[d.target] = d.schema
                     self.stats.downstream_ddl.append(d.statement)
                 case Truncate():
-                    where = " AND ".join(f"`{k}` = {sql_str(v)}" for k, v in d.match) or "true"
+                    where = " AND ".join(f"{ident(k)} = {string(v)}" for k, v in d.match) or "true"
                     self.sink.delete(
                         self.p.settings.table_path(d.target), where, self.next_version()
                     )
@@ -691,13 +691,13 @@ class _Batch:
         preds, projects = [], []
         for d in group:
             shard = (
-                f"source = {sql_str(d.shard.source)} AND db = {sql_str(d.shard.db)} "
-                f"AND tbl = {sql_str(d.shard.table)} AND version = {d.version}"
+                f"source = {string(d.shard.source)} AND db = {string(d.shard.db)} "
+                f"AND tbl = {string(d.shard.table)} AND version = {d.version}"
             )
             until = "" if d.until is None else f" AND {ORDER_KEY} < {position_sql(d.until)}"
             preds.append(f"({shard}{until})")
             projects.append(f"WHEN {shard} THEN {str(d.project).lower()}")
-        pred = f"target = {sql_str(str(target))} AND ({' OR '.join(preds)})"
+        pred = f"target = {string(str(target))} AND ({' OR '.join(preds)})"
         if not self.sink.exists(self.p.stash_path):
             self.next_version()
             self.next_version()

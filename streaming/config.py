@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 from coordinator.coordinator import TargetConfig
 from coordinator.ids import TargetId
 from coordinator.routing import Extract, Route, Router
-from schemas.errors import ShardMergeError
+from shardmerge.errors import ShardMergeError
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
 
@@ -115,8 +115,7 @@ class OpsSettings(_Frozen):
     )
     token: SecretStr | None = Field(
         None,
-        description="bearer token every request must carry when set "
-        "(env SHARDMERGE__OPS__TOKEN)",
+        description="bearer token every request must carry when set (env SHARDMERGE__OPS__TOKEN)",
     )
 
     @model_validator(mode="after")

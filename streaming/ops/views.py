@@ -19,8 +19,8 @@ from coordinator.state import restore
 from coordinator.target import ShardState, Target
 from schemas import apply
 from schemas.changes import AlterTable, CreateTable
-from schemas.errors import ShardMergeError
 from schemas.model import TableSchema, name_key
+from shardmerge.errors import ShardMergeError
 from streaming.config import Settings
 from streaming.ops.observer import BatchObserver
 from streaming.state_store import StateStore

@@ -26,13 +26,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 
 from coordinator.ids import TargetId
+from devkit.kafka_local import KafkaBroker
+from devkit.producer import DebeziumProducer
 from schemas import apply, parse_create_table, parse_ddl
 from schemas.model import TableSchema
 from streaming.config import Settings
 from streaming.job import build_query
-from streaming.kafka_local import KafkaBroker
 from streaming.ops.running import start_ops
-from streaming.producer import DebeziumProducer
 from streaming.state_store import StateStore
 
 ROOT = Path(__file__).resolve().parents[2]
