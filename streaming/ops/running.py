@@ -7,6 +7,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from streaming.config import OpsSettings
 from streaming.ops.metrics import registry_for
 from streaming.ops.server import OpsServer
 from streaming.ops.tables import TableCounts
@@ -30,16 +31,19 @@ class Ops:
         self.counts.stop()
 
 
-def start_ops(spark: SparkSession, processor: Any, query: Any) -> Ops:
+def start_ops(
+    spark: SparkSession, processor: Any, query: Any, ops: OpsSettings | None = None
+) -> Ops:
     """Serve ``/metrics``, the dashboard and the API of ``query`` (the job's streaming
-    query, with its :class:`~streaming.batch.BatchProcessor`) on ``settings.ops``."""
+    query, with its :class:`~streaming.batch.BatchProcessor`) on ``ops`` (default: the
+    job's ``settings.ops``)."""
     settings = processor.settings
     counts = TableCounts(
         spark, processor.observer, processor.stash_path, settings.dead_letters()
     ).start()
     views = Views(settings, processor.observer, query, counts)
     try:
-        server = OpsServer(settings.ops, views, registry_for(views)).start()
+        server = OpsServer(ops or settings.ops, views, registry_for(views)).start()
     except OSError:
         counts.stop()
         raise
