@@ -128,6 +128,11 @@ class OpsServer:
             def log_message(self, format: str, *args: Any) -> None:
                 log.debug("%s " + format, self.address_string(), *args)
 
+            def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+                # The path only: a query may hold the token.
+                where = urlsplit(self.path).path
+                log.debug("%s %s %s %s", self.address_string(), self.command, where, code)
+
             def do_GET(self) -> None:
                 self._answer(lambda: server.get(self))
 
@@ -150,6 +155,13 @@ class OpsServer:
                 except CommandError as e:
                     status, ctype = HTTPStatus.BAD_REQUEST, "application/json"
                     body = json.dumps({"error": str(e)}).encode()
+                    extra = {}
+                except Exception as e:
+                    # A bug or an unreadable state file: the caller gets a 500 naming it,
+                    # the log gets the stack; the job itself is not affected.
+                    log.exception("%s %s failed", self.command, urlsplit(self.path).path)
+                    status, ctype = HTTPStatus.INTERNAL_SERVER_ERROR, "application/json"
+                    body = json.dumps({"error": f"{type(e).__name__}: {e}"}).encode()
                     extra = {}
                 else:
                     extra = {}
