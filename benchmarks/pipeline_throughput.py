@@ -68,8 +68,8 @@ def driver_rss() -> float:
 def produce(
     bootstrap: str, source: str, shards: int, rows: int, ddl: dict[float, str]
 ) -> tuple[int, float]:
-    from streaming.producer import DebeziumProducer, send_workload
-    from streaming.workload import sharded_workload
+    from devkit.producer import DebeziumProducer, send_workload
+    from devkit.workload import sharded_workload
 
     producer = DebeziumProducer(bootstrap, source)
     started = time.time()
@@ -203,7 +203,7 @@ def main() -> None:
         help="create every Delta table (targets, stash, baselines) with deletion vectors",
     )
     args = parser.parse_args()
-    from streaming import kafka_local
+    from devkit import kafka_local
     from streaming.spark_session import build_spark
     from streaming.state_store import StateStore
 
@@ -271,8 +271,8 @@ def main() -> None:
 
             if not args.skip_barrier:
                 # barrier latency: pessimistic, the last shard's DDL in a batch of its own
-                from streaming.producer import DebeziumProducer, send_workload
-                from streaming.workload import sharded_workload
+                from devkit.producer import DebeziumProducer, send_workload
+                from devkit.workload import sharded_workload
 
                 p = DebeziumProducer(broker.bootstrap, "barrier")
                 events = list(
@@ -305,8 +305,8 @@ def main() -> None:
                             f"(batch {stats['batch']}, {stats['replayed']:,} held rows replayed, {time.time() - t0:.1f}s incl. query start)"))  # fmt: skip
 
             if not args.skip_held:
-                from streaming.producer import DebeziumProducer, send_workload
-                from streaming.workload import sharded_workload
+                from devkit.producer import DebeziumProducer, send_workload
+                from devkit.workload import sharded_workload
 
                 ph = DebeziumProducer(broker.bootstrap, "held")
                 held_events = sharded_workload(

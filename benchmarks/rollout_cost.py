@@ -69,10 +69,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000, help="row changes in all")
     parser.add_argument("--deletion-vectors", action="store_true")
     args = parser.parse_args()
-    from streaming import kafka_local
-    from streaming.producer import DebeziumProducer, send_workload
+    from devkit import kafka_local
+    from devkit.producer import DebeziumProducer, send_workload
+    from devkit.workload import sharded_workload
     from streaming.spark_session import build_spark
-    from streaming.workload import sharded_workload
 
     work = Path(tempfile.mkdtemp(prefix="shardmerge-rollout-"))
     lines = []

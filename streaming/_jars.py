@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from schemas.errors import ShardMergeError
+from shardmerge.errors import ShardMergeError
 
 __all__ = ["REPO_ROOT", "JarsMissing", "jars"]
 

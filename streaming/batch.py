@@ -70,9 +70,10 @@ from streaming.control import (
 from streaming.delta_sink import DeltaSink
 from streaming.executor import Executor
 from streaming.faults import crash_point
+from streaming.ops.observer import BatchObserver
 from streaming.plan import Planner, join_plan, release_frame
+from streaming.quoting import check_session, ident, string
 from streaming.rows import merge_source, project_actions
-from streaming.sqlbuild import ident, string
 from streaming.stash import KEY, STASH_COLUMNS, Stash, append
 from streaming.state_store import StateStore
 
@@ -124,6 +125,7 @@ class BatchProcessor:
     """The ``foreachBatch`` function of the job (see the module docstring for the steps)."""
 
     def __init__(self, spark: SparkSession, settings: Settings, decode: Any) -> None:
+        check_session(spark.conf.get)
         self.spark = spark
         self.settings = settings
         self.decode = decode
@@ -131,6 +133,8 @@ class BatchProcessor:
         self.store = StateStore(settings.checkpoint)
         self.stash_path = str(self.store.root / "stash")
         self.last_stats: Stats | None = None
+        self.observer = BatchObserver()  # step timings and counts for metrics/dashboard
+        self.observer = BatchObserver()  # step timings and counts for metrics/dashboard
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         _Batch(self, df, batch_id).run()
@@ -180,8 +184,11 @@ class _Batch:
         return self.batch * SLOTS_PER_BATCH + self.slot
 
     def _run(self, started: float) -> None:
+        obs = self.p.observer
+        obs.begin(self.batch)
         # 1. restore
         self.c, applied = self.p.restore(self.batch)
+        obs.lap("restore")
         schemas = {tid: s for tid, t in self.c.targets.items() if (s := t.downstream())}
         self.ex = Executor(self.c, self.sink, self.p.settings, self.next_version, schemas)
         commands = self.p.store.intent(self.batch, applied)
@@ -193,6 +200,7 @@ class _Batch:
                 self.stats.command_errors.append(f"{cmd['words']}: {e}")
                 log.error("operator command %r failed: %s", cmd["words"], e)
             applied.add(cmd["id"])
+        obs.lap("commands")
         # 3. decode (the batch is read from Kafka once)
         self.df = self.df.persist()
         events = self.events = self.decode_all().persist()
@@ -207,6 +215,7 @@ class _Batch:
                 .agg(F.min("_okey").alias("first"))
                 .collect()
             }
+            obs.lap("decode")
             # 5. decide
             planner = Planner(self.c)
             for j, r in enumerate(controls):
@@ -222,18 +231,23 @@ class _Batch:
             self.decided(planner, shards)
             self.stats.ddl = len(controls)
             self.stats.decide_seconds = round(time.monotonic() - started, 3)
+            obs.lap("decide")
             # 6. write
             self.write(rows, planner)
             self.stats.events += len(controls)
         finally:
             events.unpersist()
             self.df.unpersist()
+        obs.lap("write")
         # 7. persist
         self.stats.seconds = round(time.monotonic() - started, 3)
         crash_point("before_state")
-        self.p.store.save(self.batch, self.state_json({"applied_commands": sorted(applied)}))
+        state = self.state_json({"applied_commands": sorted(applied)})
+        self.p.store.save(self.batch, state)
         crash_point("after_state")
         self.p.store.forget_commands(applied)
+        obs.lap("persist")
+        obs.done(dict(self.stats.__dict__), state)
         self.p.last_stats = self.stats
         log.info("batch %d: %s", self.batch, self.stats)
 

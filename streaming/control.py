@@ -22,7 +22,7 @@ from schemas.changes import (
 )
 from schemas.ddl import parse_ddl
 from schemas.errors import DDLError
-from streaming.sqlbuild import ident
+from streaming.quoting import ident
 
 __all__ = [
     "OKEY_TYPE",

@@ -19,13 +19,10 @@ from pyspark.sql import functions as F
 
 from coordinator.routing import Extract
 from schemas.model import TableSchema
+from streaming.quoting import ident, map_get, string
 from streaming.spark_types import literal_expr, value_expr
 
 __all__ = ["ahead_of_ddl", "merge_source", "project_actions", "renamed_keys"]
-
-
-def _lit(name: str) -> str:
-    return "'" + name.replace("'", "\\'") + "'"
 
 
 def renamed_keys(image: str) -> str:
@@ -71,7 +68,7 @@ def project_actions(
     }
     extra.pop("", None)
     data_cols = [c for c in schema.columns if c.key not in extra]
-    known = "array(" + ", ".join(_lit(c.key) for c in data_cols) + ")"
+    known = "array(" + ", ".join(string(c.key) for c in data_cols) + ")"
     upstream_key = [k for k in schema.primary_key if k.lower() not in extra]
 
     lower = "transform_keys(from_json({0}, 'map<string,string>'), (k, v) -> lower(k))"
@@ -91,7 +88,8 @@ def project_actions(
         df = df.withColumn("_project", F.expr("_project OR coalesce(_okey < _last_alter, false)"))
     key_changed = (
         " OR ".join(
-            f"NOT (_before[{_lit(k.lower())}] <=> _after[{_lit(k.lower())}])" for k in upstream_key
+            f"NOT ({map_get('_before', k.lower())} <=> {map_get('_after', k.lower())})"
+            for k in upstream_key
         )
         or "false"
     )
@@ -113,16 +111,16 @@ def project_actions(
         if col.key in extra:
             projected.append(F.col(extra[col.key]).alias(f"_c_{col.key}"))
             continue
-        got = f"_act.img[{_lit(col.key)}]"
+        got = map_get("_act.img", col.key)
         fill = literal_expr(col.type, col.fill_sql())
         value = value_expr(col.type, got)
         projected.append(
             F.expr(
-                f"CASE WHEN map_contains_key(_act.img, {_lit(col.key)}) "
+                f"CASE WHEN map_contains_key(_act.img, {string(col.key)}) "
                 f"THEN {value} ELSE {fill} END"
             ).alias(f"_c_{col.key}")
         )
-        why = _lit(f" of column {col.name} does not fit the target type {col.type.type_sql()}")
+        why = string(f" of column {col.name} does not fit the target type {col.type.type_sql()}")
         unfit.append(
             f"WHEN {got} IS NOT NULL AND ({value}) IS NULL THEN concat('value ', {got}, {why})"
         )
@@ -148,10 +146,10 @@ def project_actions(
 
 def merge_source(projected: DataFrame, schema: TableSchema) -> DataFrame:
     """The MERGE source: downstream columns and ``_action``, the last action per key."""
-    cols = [F.col(f"_c_{c.key}").alias(c.name) for c in schema.columns]
+    cols = [F.col(ident(f"_c_{c.key}")).alias(c.name) for c in schema.columns]
     src = projected.select(*cols, "_action", "_okey", "_sub")
     key_names = list(schema.primary_key) or list(schema.column_names())
-    latest = Window.partitionBy(*[F.col(f"`{k}`") for k in key_names]).orderBy(
+    latest = Window.partitionBy(*[F.col(ident(k)) for k in key_names]).orderBy(
         F.col("_okey").desc(), F.col("_sub").desc()
     )
     return (

@@ -13,10 +13,10 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from streaming.contract import EVENT_SCHEMA
 from streaming.control import ORDER_KEY
 from streaming.delta_sink import APP_ID, txn
-from streaming.events.contract import EVENT_SCHEMA
-from streaming.sqlbuild import ident
+from streaming.quoting import ident, table_at
 
 __all__ = ["STASH_COLUMNS", "Stash", "append"]
 
@@ -86,7 +86,7 @@ class Stash:
         on = " AND ".join(f"s.{ident(k)} = k.{ident(k)}" for k in KEY)
         with txn(self.spark, version):
             self.spark.sql(
-                f"MERGE INTO delta.{ident(self.path)} s "
+                f"MERGE INTO {table_at(self.path)} s "
                 f"USING shardmerge_released k ON {on} AND s.batch < {int(batch)} "
                 "WHEN MATCHED THEN DELETE"
             )

@@ -1,6 +1,6 @@
 """Internal: Debezium MySQL (data envelope and schema-change topic) in Spark SQL.
 
-Mirrors :mod:`streaming.events.debezium` (the reference decoder) rule for rule; the order
+Mirrors :mod:`tests.oracle.debezium` (the reference decoder) rule for rule; the order
 of the checks below is the order in which the reference raises, so a record that is wrong
 in several ways gets the same reason from both. How each quirk is decoded in the JVM:
 
@@ -36,6 +36,7 @@ from streaming._decode.sql import (
     strip,
     wrong_type,
 )
+from streaming.quoting import ident
 
 __all__ = ["PARSE_SCHEMA", "events_sql", "reason_sql", "stages"]
 
@@ -75,7 +76,7 @@ _CONNECT_SCHEMA = (
 )
 PARSE_SCHEMA = (
     f"schema {_CONNECT_SCHEMA}, payload {_BODY_STRUCT}, "
-    + ", ".join(f"`{n}` {t}" for n, t in _BODY)
+    + ", ".join(f"{ident(n)} {t}" for n, t in _BODY)
     + ", _corrupt string"
 )
 

@@ -14,6 +14,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from coordinator.ids import TargetId
+from devkit.kafka_local import KafkaBroker
 from streaming.config import (
     KafkaSettings,
     RouteSettings,
@@ -22,7 +23,6 @@ from streaming.config import (
     SourceSettings,
     TargetSettings,
 )
-from streaming.kafka_local import KafkaBroker
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.timeout(1200)]
 
@@ -49,9 +49,9 @@ def _operations(path: str) -> list[dict[str, Any]]:
 def test_a_batch_of_hundreds_of_control_events_merges_once(
     spark: SparkSession, kafka: KafkaBroker, tmp_path: Path, mode: str
 ) -> None:
+    from devkit.producer import DebeziumProducer
+    from devkit.workload import sharded_workload
     from streaming.job import build_query
-    from streaming.producer import DebeziumProducer
-    from streaming.workload import sharded_workload
 
     source = "bound" + uuid.uuid4().hex[:8]
     producer = DebeziumProducer(kafka.bootstrap, source)
