@@ -26,10 +26,15 @@ from streaming.config import (
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.timeout(1200)]
 
-SHARDS, ROWS = 128, 12  # 128 CREATE + 128 ADD COLUMN + 128 CHANGE: 384 control events
+# 32 shards x (CREATE TABLE + 6 ALTERs): 224 control events in one batch.
+SHARDS, ROWS = 32, 40
 ROLLOUT = {
-    0.3: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)",
-    0.6: "ALTER TABLE {table} CHANGE note memo VARCHAR(64)",
+    0.15: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)",
+    0.3: "ALTER TABLE {table} CHANGE note memo VARCHAR(64)",
+    0.45: "ALTER TABLE {table} ADD COLUMN c1 INT",
+    0.6: "ALTER TABLE {table} ADD COLUMN c2 INT",
+    0.7: "ALTER TABLE {table} ADD COLUMN c3 INT",
+    0.85: "ALTER TABLE {table} DROP COLUMN c2",
 }
 TARGET = TargetId.parse("shop.orders")
 
@@ -84,12 +89,14 @@ def test_a_batch_of_hundreds_of_control_events_merges_once(
     assert query.exception() is None
     stats = processor.last_stats
     # One batch read everything: every control event of the rollout was in it.
-    assert stats is not None and stats.batch == 0 and stats.ddl == 3 * SHARDS
+    assert stats is not None and stats.batch == 0 and stats.ddl == (1 + len(ROLLOUT)) * SHARDS
 
     ops = Counter(c["operation"] for c in _operations(settings.table_path(TARGET)))
-    # The downstream ran the ADD COLUMN and the rename once each; every row of the batch,
-    # before and after both DDLs of every shard, went in one MERGE.
-    assert ops == {"CREATE TABLE": 1, "ADD COLUMNS": 1, "RENAME COLUMN": 1, "MERGE": 1}
+    # The downstream ran each change once; every row of the batch, before and after each
+    # DDL of every shard, went in one MERGE; nothing was deleted.
+    assert ops == {
+        "CREATE TABLE": 1, "ADD COLUMNS": 4, "RENAME COLUMN": 1, "DROP COLUMNS": 1, "MERGE": 1
+    }  # fmt: skip
     stash = Path(processor.stash_path, "_delta_log")
     if stash.exists():
         stash_ops = Counter(c["operation"] for c in _operations(processor.stash_path))
