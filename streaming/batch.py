@@ -60,7 +60,7 @@ from schemas.changes import (
 from schemas.ddl import parse_ddl
 from schemas.errors import DDLError, ShardMergeError
 from streaming.config import Settings
-from streaming.delta_sink import APP_ID, DeltaSink, SinkError
+from streaming.delta_sink import DeltaSink, SinkError
 from streaming.events.contract import EVENT_SCHEMA
 from streaming.faults import crash_point
 from streaming.rows import Renamed, merge_source, project_actions
@@ -222,9 +222,10 @@ class BatchProcessor:
         self.settings = settings
         self.decode = decode
         self.router = settings.router()
-        self.sink = DeltaSink(spark)
-        self.store = StateStore(settings.checkpoint)
-        self.stash_path = str(self.store.root / "stash")
+        self.store = StateStore(spark, settings.checkpoint)
+        self.app_id = self.store.app_id()  # carried by every write (see delta_sink)
+        self.sink = DeltaSink(spark, self.app_id)
+        self.stash_path = self.store.uri("stash")
         self.last_stats: Stats | None = None
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
@@ -247,7 +248,7 @@ class _Batch:
         # foreachBatch hands a DataFrame of a cloned session: temp views, SQL and the
         # transaction confs must all use that session.
         self.spark = df.sparkSession
-        self.sink = DeltaSink(self.spark)
+        self.sink = DeltaSink(self.spark, p.app_id)
         self.df = df
         self.batch = batch_id
         self.slot = 0
@@ -720,7 +721,7 @@ class _Batch:
         (
             df.write.format("delta")
             .mode("append")
-            .option("txnAppId", APP_ID)
+            .option("txnAppId", self.p.app_id)
             .option("txnVersion", version)
             .option("mergeSchema", "true")
             .save(path)

@@ -96,7 +96,7 @@ def cli_main(argv: list[str]) -> int:
         spark = build_spark("shardmerge-demo")
         query, _ = build_query(spark, settings)
         say("demo: streaming job started (Spark Structured Streaming, foreachBatch)")
-        store = StateStore(settings.checkpoint)
+        store = StateStore(spark, settings.checkpoint)
         last_batch, last_stage, idle = -1, None, 0
         try:
             while True:
