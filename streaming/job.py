@@ -11,6 +11,7 @@ import argparse
 import logging
 import re
 import sys
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
