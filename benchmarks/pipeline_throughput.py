@@ -65,8 +65,8 @@ def driver_rss() -> float:
 def produce(
     bootstrap: str, source: str, shards: int, rows: int, ddl: dict[float, str]
 ) -> tuple[int, float]:
-    from streaming.producer import DebeziumProducer, send_workload
-    from streaming.workload import sharded_workload
+    from devkit.producer import DebeziumProducer, send_workload
+    from devkit.workload import sharded_workload
 
     producer = DebeziumProducer(bootstrap, source)
     started = time.time()
@@ -154,7 +154,7 @@ def main() -> None:
     parser.add_argument("--max-offsets", type=int, default=250_000)
     parser.add_argument("--skip-held", action="store_true")
     args = parser.parse_args()
-    from streaming import kafka_local
+    from devkit import kafka_local
     from streaming.spark_session import build_spark
     from streaming.state_store import StateStore
 
@@ -211,8 +211,8 @@ def main() -> None:
             )
 
             # barrier latency: pessimistic, the last shard's DDL in a batch of its own
-            from streaming.producer import DebeziumProducer
-            from streaming.workload import sharded_workload
+            from devkit.producer import DebeziumProducer
+            from devkit.workload import sharded_workload
 
             p = DebeziumProducer(broker.bootstrap, "barrier")
             events = list(
@@ -226,7 +226,7 @@ def main() -> None:
                 if e.kind == "ddl" and "ADD COLUMN" in (e.statement or "")
             ]
             last = ddls[-1]
-            from streaming.producer import send_workload
+            from devkit.producer import send_workload
 
             send_workload(p, events[:last])
             p.flush()

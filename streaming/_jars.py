@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from schemas.errors import ShardMergeError
+from shardmerge.errors import ShardMergeError
 
 __all__ = ["REPO_ROOT", "JarsMissing", "jars", "jars_dir"]
 

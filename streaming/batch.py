@@ -58,10 +58,11 @@ from schemas.changes import (
     TruncateTable,
 )
 from schemas.ddl import parse_ddl
-from schemas.errors import DDLError, ShardMergeError
+from schemas.errors import DDLError
+from shardmerge.errors import ShardMergeError
 from streaming.config import Settings
+from streaming.contract import EVENT_SCHEMA
 from streaming.delta_sink import DeltaSink, SinkError
-from streaming.events.contract import EVENT_SCHEMA
 from streaming.faults import crash_point
 from streaming.rows import Renamed, merge_source, project_actions
 from streaming.state_store import StateStore

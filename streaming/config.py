@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 from coordinator.coordinator import TargetConfig
 from coordinator.ids import TargetId
 from coordinator.routing import Extract, Route, Router
-from schemas.errors import ShardMergeError
+from shardmerge.errors import ShardMergeError
 from streaming.hadoop_fs import join
 
 __all__ = ["ConfigError", "Settings", "load_settings"]

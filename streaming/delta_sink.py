@@ -25,8 +25,8 @@ from schemas.changes import (
     ModifyColumn,
     RenameColumn,
 )
-from schemas.errors import ShardMergeError
 from schemas.model import TableSchema
+from shardmerge.errors import ShardMergeError
 from streaming.spark_types import delta_type, literal_expr, schema_ddl
 
 __all__ = ["DeltaSink", "SinkError", "txn"]

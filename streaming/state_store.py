@@ -38,7 +38,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from schemas.errors import ShardMergeError
+from shardmerge.errors import ShardMergeError
 from streaming.hadoop_fs import HadoopFs, join
 
 __all__ = ["StateStore", "StateStoreError"]

@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
-from streaming.kafka_local import KafkaBroker, running
+from devkit.kafka_local import KafkaBroker, running
 from streaming.spark_session import build_spark
 
 

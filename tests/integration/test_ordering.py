@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka import Producer
 
 from coordinator.ids import TargetId
+from devkit.debezium_build import DebeziumBuilder, Record
 from schemas import parse_create_table
 from streaming.config import (
     KafkaSettings,
@@ -22,7 +23,6 @@ from streaming.config import (
     SourceSettings,
     TargetSettings,
 )
-from streaming.events.debezium_build import DebeziumBuilder, Record
 from streaming.job import build_query
 from streaming.state_store import StateStore
 
