@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
 import sys
 
@@ -177,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--available-now", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    # where the code comes from (a wheel shipped with --py-files, an install): for support
+    log.info("shardmerge job from %s", os.path.dirname(os.path.dirname(__file__)))
     run(load_settings(args.config), available_now=args.available_now)
     return 0
 
