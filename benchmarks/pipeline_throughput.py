@@ -123,7 +123,7 @@ def plain_merge(
     from streaming.rows import merge_source, project_actions
 
     schema = parse_create_table(final_sql)
-    sink = DeltaSink(spark)
+    sink = DeltaSink(spark, "shardmerge-bench-plain")
     path = str(work / "plain")
     sink.create(path, schema)
     started = time.time()
@@ -154,14 +154,14 @@ def plain_stream(spark: Any, s: Settings, final_sql: str) -> tuple[int, float, i
 
     schema = parse_create_table(final_sql)
     path = s.sink.path + "/plain_stream"
-    DeltaSink(spark).create(path, schema)
+    DeltaSink(spark, "shardmerge-bench-plain-stream").create(path, schema)
     seen = {"rows": 0, "batches": 0}
 
     def batch(df: Any, batch_id: int) -> None:
         events, _ = decode(df, "debezium")
         rows = events.filter("op NOT IN ('ddl', 't')").withColumn("_okey", F.expr(ORDER_KEY))
         projected = project_actions(rows, schema, Extract(), project_all=True)
-        DeltaSink(df.sparkSession).merge(
+        DeltaSink(df.sparkSession, "shardmerge-bench-plain-stream").merge(
             path, merge_source(projected, schema), ["id"], list(schema.column_names()),
             batch_id + 1,
         )  # fmt: skip
@@ -258,7 +258,7 @@ def main() -> None:
             rss0 = driver_rss()
             secs, _ = run_job(spark, s)
             ours = sent / secs
-            latest = StateStore(s.checkpoint).latest()
+            latest = StateStore(spark, s.checkpoint).latest()
             assert latest is not None
             out.append(
                 (
@@ -296,7 +296,7 @@ def main() -> None:
                 p.flush()
                 t0 = time.time()
                 run_job(spark, sb)
-                latest = StateStore(sb.checkpoint).latest()
+                latest = StateStore(spark, sb.checkpoint).latest()
                 assert latest is not None
                 stats = latest[1]["stats"]
                 same = bool(stats["downstream_ddl"]) and stats["replayed"] > 0
@@ -333,7 +333,7 @@ def main() -> None:
                 before = driver_rss()
                 secs, _ = run_job(spark, sh)
                 after = driver_rss()
-                latest = StateStore(sh.checkpoint).latest()
+                latest = StateStore(spark, sh.checkpoint).latest()
                 held = (
                     spark.read.format("delta")
                     .load(str(Path(sh.checkpoint) / "shardmerge" / "stash"))

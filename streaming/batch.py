@@ -117,10 +117,10 @@ class BatchProcessor:
         self.settings = settings
         self.decode = decode
         self.router = settings.router()
-        self.store = StateStore(settings.checkpoint)
-        self.stash_path = str(self.store.root / "stash")
+        self.store = StateStore(spark, settings.checkpoint)
+        self.app_id = self.store.app_id()  # carried by every write (see delta_sink.txn)
+        self.stash_path = self.store.uri("stash")
         self.last_stats: Stats | None = None
-        self.observer = BatchObserver()  # step timings and counts for metrics/dashboard
         self.observer = BatchObserver()  # step timings and counts for metrics/dashboard
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
@@ -141,8 +141,8 @@ class _Batch(WriteStep):
         # foreachBatch hands a DataFrame of a cloned session: temp views, SQL and the
         # transaction confs must all use that session.
         self.spark = df.sparkSession
-        self.sink = DeltaSink(self.spark)
-        self.stash = Stash(self.spark, p.stash_path)
+        self.sink = DeltaSink(self.spark, p.app_id)
+        self.stash = Stash(self.spark, p.stash_path, p.app_id)
         self.df = df
         self.batch = batch_id
         self.slot = 0
@@ -254,7 +254,7 @@ class _Batch(WriteStep):
             dead = dead.unionByName(d)
         version = self.next_version()
         if not dead.isEmpty():
-            append(dead, self.p.settings.dead_letters(), version)
+            append(dead, self.p.settings.dead_letters(), self.p.app_id, version)
         events = parts[0]
         for e in parts[1:]:
             events = events.unionByName(e)

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from streaming.contract import EVENT_SCHEMA
 from streaming.control import ORDER_KEY
-from streaming.delta_sink import APP_ID, txn
+from streaming.delta_sink import txn
 from streaming.quoting import ident, table_at
 
 __all__ = ["STASH_COLUMNS", "Stash", "append"]
@@ -24,13 +24,13 @@ STASH_COLUMNS = [f.name for f in EVENT_SCHEMA.fields]
 KEY = ["topic", "partition", "offset"]
 
 
-def append(df: DataFrame, path: str, version: int) -> None:
-    """Append ``df`` to the Delta table at ``path`` with transaction version ``version``
-    (Delta skips the write if that version was recorded)."""
+def append(df: DataFrame, path: str, app_id: str, version: int) -> None:
+    """Append ``df`` to the Delta table at ``path`` with transaction ``(app_id, version)``
+    (Delta skips the write if the checkpoint ``app_id`` recorded that version)."""
     (
         df.write.format("delta")
         .mode("append")
-        .option("txnAppId", APP_ID)
+        .option("txnAppId", app_id)
         .option("txnVersion", version)
         .option("mergeSchema", "true")
         .save(path)
@@ -38,9 +38,10 @@ def append(df: DataFrame, path: str, version: int) -> None:
 
 
 class Stash:
-    def __init__(self, spark: SparkSession, path: str) -> None:
+    def __init__(self, spark: SparkSession, path: str, app_id: str) -> None:
         self.spark = spark
         self.path = path
+        self.app_id = app_id  # the checkpoint's (see streaming.state_store)
 
     def exists(self) -> bool:
         """Whether the stash table was created (Delta's own check; any other failure
@@ -84,7 +85,7 @@ class Stash:
         ``keys``: one commit, whatever the number of shards released."""
         keys.select(*KEY).dropDuplicates().createOrReplaceTempView("shardmerge_released")
         on = " AND ".join(f"s.{ident(k)} = k.{ident(k)}" for k in KEY)
-        with txn(self.spark, version):
+        with txn(self.spark, self.app_id, version):
             self.spark.sql(
                 f"MERGE INTO {table_at(self.path)} s "
                 f"USING shardmerge_released k ON {on} AND s.batch < {int(batch)} "

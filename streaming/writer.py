@@ -152,7 +152,7 @@ class WriteStep:
             frame = stash_parts[0]
             for part in stash_parts[1:]:
                 frame = frame.unionByName(part)
-            append(frame, self.stash.path, stash_version)
+            append(frame, self.stash.path, self.p.app_id, stash_version)
         if self.dead:
             keys = self.spark.createDataFrame(
                 self.dead, "_dt string, _dp int, _do long, _reason string"
@@ -167,7 +167,7 @@ class WriteStep:
             frame = dead_parts[0]
             for part in dead_parts[1:]:
                 frame = frame.unionByName(part)
-            append(frame, self.p.settings.dead_letters(), dead_version)
+            append(frame, self.p.settings.dead_letters(), self.p.app_id, dead_version)
         crash_point("after_release")
         if released is not None:
             # Replayed rows leave the stash; those ahead of a further DDL stay.
