@@ -207,6 +207,16 @@ def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> 
         "return document.querySelector('[data-target=\"shop.orders\"] .rollout .label').textContent"
     )
     assert label == "ALTER TABLE orders_0 ADD COLUMN note VARCHAR(64): 2 of 3 shards ran it"
+    # The joined schema against each shard's: the held shards have the column already.
+    browser.find_element("css selector", '[data-schemas="shop.orders"] summary').click()
+    diff = (
+        "return [...document.querySelectorAll('tr[data-schema-shard]')]"
+        ".map(r => r.dataset.schemaShard.split('.').pop() + ':' + r.children[2].textContent)"
+        ".join(', ')"
+    )
+    assert browser.execute_script(diff) == (
+        "orders_0:has note (not joined), orders_1:has note (not joined), orders_2:same as joined"
+    )
     shot(browser, "2-waiting-2-of-3")
 
     up.alter(tables[2], add.format(t=tables[2]))
