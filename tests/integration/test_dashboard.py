@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 
@@ -33,6 +34,7 @@ from schemas.model import TableSchema
 from streaming.config import Settings
 from streaming.job import build_query
 from streaming.ops.running import start_ops
+from streaming.ops.tables import reason_class
 from streaming.state_store import StateStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,6 +164,10 @@ def test_rollout_skip_and_metrics_in_a_real_browser(
     for t in tables:
         up.create(t)
         up.rows(t, 5)
+    # One record no decoder can read: a dead letter, listed on the page and counted.
+    bad = Producer({"bootstrap.servers": kafka.bootstrap})
+    bad.produce(f"{up.source}.shop.orders_2", b"{not json", b"k")
+    assert bad.flush(60) == 0
     settings = Settings.model_validate(
         {
             "kafka": {"bootstrap": kafka.bootstrap},
@@ -250,6 +256,13 @@ def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> 
     wait_for(browser, lock_is("none", 3, 3), "the shard released by skip")
     assert get_json(url, "api/commands")["waiting"] == []
     shot(browser, "6-after-skip")
+    dead = (
+        "return [...document.querySelectorAll('#dead-table tbody tr')]"
+        ".map(r => [...r.children].slice(1, 4).map(c => c.textContent).join('/')).join(',')"
+    )
+    wait_for(browser, dead + f" === '{up.source}.shop.orders_2/0/5'", "the dead letter")
+    browser.execute_script("document.getElementById('dead-letters').scrollIntoView()")
+    shot(browser, "7-dead-letters")
 
 
 def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstream) -> None:
@@ -275,6 +288,15 @@ def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstrea
     topics = {dict(labels)["topic"] for labels in lags}
     assert topics == {up.source} | {f"{up.source}.shop.orders_{i}" for i in range(3)}
     assert set(lags.values()) == {0.0}
+    dead = {k[1]: v for k, v in samples.items() if k[0] == "shardmerge_dead_letters_total"}
+    assert sum(dead.values()) == 1, dead
+    (latest,) = get_json(url, "api/dead-letters")["latest"]
+    assert (latest["topic"], latest["partition"], latest["offset"]) == (
+        f"{up.source}.shop.orders_2",
+        0,
+        5,
+    )
+    assert latest["reason"] and dead == {(("reason", reason_class(latest["reason"])),): 1.0}
     assert (
         samples[("shardmerge_batch_step_duration_seconds_count", (("step", "write"),))]
         == samples[("shardmerge_batches_total", ())]
