@@ -63,7 +63,7 @@ def browser() -> Iterator[Any]:
     for flag in (
         "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--window-size=1400,2000",
+        "--disable-dev-shm-usage", "--window-size=1400,2000",
     ):  # fmt: skip
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
