@@ -249,6 +249,12 @@ def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> 
     assert shard in text and "next micro-batch" in text
     shot(browser, "5-confirm-skip")
     browser.find_element("id", "confirm-ok").click()
+    # The page posts the command when the dialog closes; its status line shows the answer.
+    wait_for(
+        browser,
+        "return document.getElementById('status').textContent.startsWith('queued: ')",
+        "the command queued",
+    )
     waiting = get_json(url, "api/commands")["waiting"]
     assert [c["words"] for c in waiting] == [f"unlock shop.orders --shard {shard} --action skip"]
     # The command applies at the next micro-batch, which new data starts.
