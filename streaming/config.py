@@ -21,7 +21,7 @@ from coordinator.ids import TargetId
 from coordinator.routing import Extract, Route, Router
 from shardmerge.errors import ShardMergeError
 
-__all__ = ["ConfigError", "Settings", "load_settings"]
+__all__ = ["ConfigError", "RestartSettings", "Settings", "load_settings"]
 
 ENV_PREFIX = "SHARDMERGE__"
 
@@ -98,6 +98,32 @@ class SinkSettings(_Frozen):
     path: str = Field(description="base folder; target db.table is written to PATH/db/table")
 
 
+class RestartSettings(_Frozen):
+    """Restarts of the query after a transient failure (``streaming/supervise.py``)."""
+
+    attempts: int = Field(
+        5, ge=0, description="restarts in a row before the job gives up (env ..._ATTEMPTS)"
+    )
+    initial_backoff_s: float = Field(
+        2, gt=0, description="wait before the first restart (env ..._INITIAL_BACKOFF_S)"
+    )
+    max_backoff_s: float = Field(
+        60, gt=0, description="the wait doubles per failure up to this (env ..._MAX_BACKOFF_S)"
+    )
+    reset_after_s: float = Field(
+        600,
+        gt=0,
+        description="a query that ran this long before failing counts from attempt 1 again "
+        "(env ..._RESET_AFTER_S)",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RestartSettings:
+        if self.max_backoff_s < self.initial_backoff_s:
+            raise ValueError("max_backoff_s must not be below initial_backoff_s")
+        return self
+
+
 class Settings(_Frozen):
     kafka: KafkaSettings
     sources: list[SourceSettings] = Field(min_length=1)
@@ -107,6 +133,7 @@ class Settings(_Frozen):
     sink: SinkSettings
     checkpoint: str = Field(description="checkpoint folder (also holds state and held events)")
     trigger_interval: str = Field("5 seconds", description="micro-batch interval")
+    restart: RestartSettings = RestartSettings()
     dead_letter_path: str | None = Field(
         None, description="dead-letter Delta table (default CHECKPOINT/dead_letter)"
     )

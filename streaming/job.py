@@ -129,8 +129,12 @@ def run(
         from streaming.spark_session import build_spark
 
         spark = build_spark("shardmerge")
-    query, _ = build_query(spark, settings, available_now=available_now)
-    query.awaitTermination()
+    from streaming.supervise import supervise
+
+    # Restarts the query after a transient failure, with backoff and a limit.
+    supervise(
+        lambda: build_query(spark, settings, available_now=available_now)[0], settings.restart
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
