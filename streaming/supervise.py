@@ -124,7 +124,7 @@ def classify(error: BaseException, *, at_start: bool) -> tuple[str, str | None]:
         return "conflict", CONFLICT
     if at_start and isinstance(error, AnalysisException | IllegalArgumentException):
         return "settings", SETTINGS
-    if "kafka" in text.lower():
+    if "org.apache.kafka.common.errors" in text:
         return "kafka", None
     return "query", None
 
