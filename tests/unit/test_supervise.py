@@ -57,7 +57,9 @@ def test_backoff_doubles_up_to_the_maximum():
 
 
 def test_transient_failures_are_restarted_with_backoff_then_the_query_ends():
-    waits, counters, started = run([(1, "org.apache.kafka.common.errors.TimeoutException: x"), (1, "io"), (5, None)])
+    waits, counters, started = run(
+        [(1, "org.apache.kafka.common.errors.TimeoutException: x"), (1, "io"), (5, None)]
+    )
     assert waits == [2, 4]
     assert started == 3
     assert counters.total == 2 and counters.in_a_row == 0
