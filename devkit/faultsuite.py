@@ -40,10 +40,12 @@ from devkit.killtest import canon, produce, write_config
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ("shop", "orders")
 # Quick restarts: the suite's faults last seconds; the defaults are for production.
-RESTART_ENV = {
+JOB_ENV = {
     "SHARDMERGE__RESTART__INITIAL_BACKOFF_S": "1",
     "SHARDMERGE__RESTART__MAX_BACKOFF_S": "8",
     "SHARDMERGE__RESTART__ATTEMPTS": "8",
+    # Any free port for the ops server: cases (and other jobs) may run side by side.
+    "SHARDMERGE__OPS__PORT": "0",
 }
 
 
@@ -105,7 +107,7 @@ class Workdir:
         self.dead = self.checkpoint / "dead_letter"
 
     def start(self, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        full = {**os.environ, **RESTART_ENV, **(env or {})}
+        full = {**os.environ, **JOB_ENV, **(env or {})}
         with open(self.log, "ab") as out:
             return subprocess.Popen(
                 [

@@ -103,11 +103,15 @@ def anchored(pattern: str) -> str:
 
 
 def build_query(
-    spark: SparkSession, settings: Settings, *, available_now: bool = False
+    spark: SparkSession,
+    settings: Settings,
+    *,
+    available_now: bool = False,
+    processor: BatchProcessor | None = None,
 ) -> tuple[StreamingQuery, BatchProcessor]:
     from streaming.decode import decode
 
-    processor = BatchProcessor(spark, settings, decode)
+    processor = processor or BatchProcessor(spark, settings, decode)
     writer = (
         read_kafka(spark, settings)
         .writeStream.foreachBatch(processor)
@@ -131,10 +135,31 @@ def run(
         spark = build_spark("shardmerge")
     from streaming.supervise import supervise
 
-    # Restarts the query after a transient failure, with backoff and a limit.
-    supervise(
-        lambda: build_query(spark, settings, available_now=available_now)[0], settings.restart
-    )
+    ops = None
+    processor: BatchProcessor | None = None
+
+    def start() -> StreamingQuery:
+        # One processor (and its observer) for every restart of the query, so the ops
+        # server keeps counting across restarts; it follows the newest query's progress.
+        nonlocal ops, processor
+        query, processor = build_query(
+            spark, settings, available_now=available_now, processor=processor
+        )
+        if ops is not None:
+            ops.views.query = query
+        elif settings.ops.enabled:
+            from streaming.ops.running import start_ops
+
+            ops = start_ops(spark, processor, query)
+            log.info("dashboard: %s  metrics: %smetrics", ops.url, ops.url)
+        return query
+
+    try:
+        # Restarts the query after a transient failure, with backoff and a limit.
+        supervise(start, settings.restart)
+    finally:
+        if ops is not None:
+            ops.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
