@@ -79,7 +79,8 @@ KINDS: dict[str, tuple[str, Callable[[Payload, random.Random], bytes]]] = {
     "ddl_binary": ("schema", _binary),
     "ddl_array": ("schema", _const(b'["ALTER TABLE x ADD COLUMN y INT"]')),
     "ddl_without_statement": ("schema", _row(_drop(("ddl",)))),
-    "ddl_source_without_db": ("schema", _row(_drop(("source", "db")))),
+    "ddl_empty_value": ("schema", _const(b"")),
+    "ddl_wrong_envelope": ("schema", lambda t, rng: json.dumps({"change": t}).encode()),
 }
 
 
