@@ -352,6 +352,9 @@ def case_data_loss(broker: Broker, spark: Any, base: Path, size: Size) -> CaseRe
     oracle = produce(broker.bootstrap, "fl", size.shards, size.rows)
     work = Workdir(base / "data_loss", broker.bootstrap, "fl", size.max_offsets)
     r.exit_codes.append(work.run())
+    if r.exit_codes[0] != 0:
+        r.state = f"the first run failed: {work.stopped_with() or 'see ' + str(work.log)}"
+        return r
     before = spark.read.format("delta").load(str(work.table)).count()
     topics = [
         t
@@ -486,8 +489,8 @@ def main() -> int:
             started = time.monotonic()
             try:
                 report = run_case(name, broker, spark, base, size, points)
-            except RuntimeError as e:
-                report = CaseReport(name, state=f"harness: {e}")
+            except Exception as e:  # noqa: BLE001 - the case fails, its report says why
+                report = CaseReport(name, state=f"the case broke: {type(e).__name__}: {e}")
             report.notes.append(f"{time.monotonic() - started:.0f}s")
             print(report.line(), flush=True)
             reports.append(report)
