@@ -186,6 +186,11 @@ def supervise(
 
 
 def _first_line(error: BaseException) -> str:
-    """The error's gist: its first lines, without the JVM stack trace."""
-    lines = [ln for ln in str(error).splitlines() if ln.strip() and not ln.startswith("\tat ")]
-    return " | ".join(lines[:3])[:600]
+    """The error's gist without stack traces: its first line, and for a Python error
+    raised in the batch, the last line of its traceback (the exception itself)."""
+    text = str(error).split("\n\nJVM stacktrace:")[0]
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln[0].isspace()]
+    if not lines:
+        return type(error).__name__
+    gist = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+    return gist[:800]
