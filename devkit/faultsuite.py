@@ -101,7 +101,8 @@ class Workdir:
         path.mkdir(parents=True)
         self.path, self.source = path, source
         self.config, self.log = path / "job.yaml", path / "job.log"
-        write_config(self.config, bootstrap, source, path, max_offsets)
+        lake, checkpoint = str(path / "lake"), str(path / "checkpoint")
+        write_config(self.config, bootstrap, source, lake, checkpoint, max_offsets)
         self.checkpoint = path / "checkpoint"
         self.table = path / "lake" / TARGET[0] / TARGET[1]
         self.stash = self.checkpoint / "shardmerge" / "stash"
@@ -148,10 +149,10 @@ class Workdir:
         said = [ln for ln in lines if ln.startswith("shardmerge: ")]
         return said[-1][:400] if said else ""
 
-    def held_shards(self) -> int:
+    def held_shards(self, spark: Any) -> int:
         from streaming.state_store import StateStore
 
-        latest = StateStore(str(self.checkpoint)).latest()
+        latest = StateStore(spark, str(self.checkpoint)).latest()
         return 0 if latest is None else sum(len(lk["blocked"]) for lk in latest[1]["locks"])
 
 
@@ -239,7 +240,7 @@ def case_broker(
     proc = work.start()
     try:
         if mid_ddl:
-            wait_until("shards held by a DDL", lambda: work.held_shards() > 0, proc)
+            wait_until("shards held by a DDL", lambda: work.held_shards(spark) > 0, proc)
         else:
             wait_until("a committed batch", lambda: len(work.commits()) >= 1, proc)
         at = len(work.commits())
