@@ -25,6 +25,7 @@ at once with :class:`JobStopped`, whose message says what the operator must do:
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections import Counter
@@ -192,5 +193,6 @@ def _first_line(error: BaseException) -> str:
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln[0].isspace()]
     if not lines:
         return type(error).__name__
-    gist = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+    raised = [ln for ln in lines[1:] if re.match(r"^[\w.]+(Error|Exception)\b", ln)]
+    gist = f"{lines[0]} ... {raised[-1]}" if raised else lines[0]
     return gist[:800]

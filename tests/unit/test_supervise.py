@@ -103,3 +103,18 @@ def test_permanent_errors_stop_at_once_with_what_to_do(message: str, kind: str, 
             failures=(RuntimeError,),
         )
     assert counters.total == 0 and counters.stopped == kind
+
+
+def test_the_gist_of_an_error_leaves_out_stack_traces_and_plans():
+    from streaming.supervise import _first_line
+
+    python = (
+        "[STREAM_FAILED] Query terminated with exception: Return Message: Traceback (most "
+        'recent call last):\n  File "b.py", line 1\n    f()\n'
+        'coordinator.target.ConflictError: at column "p"\n\nJVM stacktrace:\norg.X\n\tat y'
+    )
+    assert _first_line(RuntimeError(python)).endswith(
+        '... coordinator.target.ConflictError: at column "p"'
+    )
+    plan = "[STREAM_FAILED] Some data may have been lost\n+- ~Project [key#8]\n\tat x"
+    assert _first_line(RuntimeError(plan)) == "[STREAM_FAILED] Some data may have been lost"
