@@ -470,6 +470,8 @@ def alter_plan(sql: str, spec: str) -> SpecPlan:
                 if len(rest) > 1 and rest[1] in ("FOREIGN KEY", "CHECK")
                 else (rest[2] if len(rest) > 2 else "")
             )
+        if kind in ("FOREIGN KEY", "FOREIGN"):
+            clauses.foreign_key(tokens[1:], notes)
         if kind in ("FOREIGN KEY", "FOREIGN", "CHECK", "PERIOD"):
             return plan("ignore")
         if kind in ("INDEX", "KEY", "UNIQUE", "PRIMARY KEY", "FULLTEXT", "SPATIAL", "CONSTRAINT"):

@@ -21,7 +21,7 @@ from sqlglot.errors import SqlglotError
 
 from schemas import _sqlglot_clauses as clauses
 from schemas import _sqlglot_compat as compat
-from schemas._apply import apply, auto_index_name, effect, is_expression
+from schemas._apply import apply, auto_index_name, effect, foreign_key_index, is_expression
 from schemas._types import (
     UnsupportedType,
     charset_name,
@@ -47,6 +47,7 @@ from schemas.changes import (
     DropIndex,
     DropPrimaryKey,
     DropTable,
+    ForeignKeyIndex,
     ModifyColumn,
     Position,
     RenameColumn,
@@ -226,6 +227,8 @@ def _create_schema(
         collation=options.collation,
         name=table.table,
     )
+    for name, fk_columns in notes.foreign_keys:
+        schema = foreign_key_index(schema, ForeignKeyIndex(name, fk_columns))
     for index in schema.indexes:
         missing = [c for c in index.columns if not is_expression(c) and not schema.has_column(c)]
         if missing:
@@ -260,6 +263,7 @@ def _alter(sql: str, head: compat.AlterHead, specs: list[str]) -> tuple[SchemaCh
             continue
         plan = compat.alter_plan(sql, spec)
         ignored.extend(plan.notes.ignored)
+        out.extend(ForeignKeyIndex(n, cols) for n, cols in plan.notes.foreign_keys)
         if plan.kind == "ignore":
             continue
         if plan.kind == "drop_constraint":
@@ -536,6 +540,8 @@ def _norm_spec(spec: AlterSpec) -> AlterSpec:
         return r(spec, index=_norm_index(spec.index))
     if isinstance(spec, AddPrimaryKey):
         return AddPrimaryKey(tuple(name_key(c) for c in spec.columns))
+    if isinstance(spec, ForeignKeyIndex):
+        return ForeignKeyIndex(name_key(spec.name), tuple(name_key(c) for c in spec.columns))
     return spec  # DropPrimaryKey, TableOptions: no identifiers
 
 

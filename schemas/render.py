@@ -17,6 +17,7 @@ from schemas.changes import (
     DropConstraint,
     DropIndex,
     DropPrimaryKey,
+    ForeignKeyIndex,
     ModifyColumn,
     Position,
     RenameColumn,
@@ -70,6 +71,12 @@ def _spec_sql(spec: AlterSpec) -> str:
             return f"DROP INDEX {quote(name)}"
         case DropConstraint(name):
             return f"DROP CONSTRAINT {quote(name)}"
+        case ForeignKeyIndex(name, columns):
+            # Downstream there is no foreign key: only the index InnoDB made for it.
+            cols = ", ".join(quote(c) for c in columns)
+            return (
+                f"ADD INDEX IF NOT EXISTS {quote(name)} ({cols})" if name else f"ADD INDEX ({cols})"
+            )
         case AddPrimaryKey(columns):
             return "ADD PRIMARY KEY (" + ", ".join(quote(c) for c in columns) + ")"
         case DropPrimaryKey():
