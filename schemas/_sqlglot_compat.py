@@ -278,7 +278,15 @@ def alter_specs(sql: str) -> tuple[AlterHead, list[str]] | None:
     elif words[end : end + 1] == ["WAIT"]:
         end += 2
     specs: list[str] = []
+    parts: list[list[Token]] = []
     for part in _split_commas(tokens[end:]):
+        # ``DROP PARTITION p0, p1``: a partition name list, not a second specification.
+        previous = [_word(t) for t in parts[-1][:2]] if parts else []
+        if len(part) == 1 and previous[1:] == ["PARTITION"]:
+            parts[-1] = [*parts[-1], part[0]]
+        else:
+            parts.append(part)
+    for part in parts:
         specs.extend(_spec_texts(sql, part))
     return head, [s for s in specs if s]
 
