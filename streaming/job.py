@@ -129,8 +129,18 @@ def run(
         from streaming.spark_session import build_spark
 
         spark = build_spark("shardmerge")
-    query, _ = build_query(spark, settings, available_now=available_now)
-    query.awaitTermination()
+    query, processor = build_query(spark, settings, available_now=available_now)
+    ops = None
+    if settings.ops.enabled:
+        from streaming.ops.running import start_ops
+
+        ops = start_ops(spark, processor, query)
+        log.info("dashboard: %s  metrics: %smetrics", ops.url, ops.url)
+    try:
+        query.awaitTermination()
+    finally:
+        if ops is not None:
+            ops.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
