@@ -2,7 +2,8 @@
 
 Used for the downstream statement of a decision (logs, dashboard, JDBC sinks) and to keep
 pending DDLs in the coordinator's JSON state as text. ``parse_ddl(alter_sql(t, specs))``
-gives the same specs back (a test checks it).
+gives the same specs back (a test checks it), except :class:`ForeignKeyIndex`, which is
+rendered as the index it makes (downstream there is no foreign key).
 """
 
 from __future__ import annotations
