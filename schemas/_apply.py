@@ -296,7 +296,7 @@ def effect(
     origin: dict[str, str | None] = {c.key: c.key for c in schema.columns}
     for spec in change.specs:
         after = _spec(spec, schema)
-        if isinstance(spec, ChangeColumn | RenameColumn):
+        if isinstance(spec, ChangeColumn | RenameColumn) and not _skipped(spec, schema):
             old = name_key(spec.old_name)
             new = name_key(spec.column.name if isinstance(spec, ChangeColumn) else spec.new_name)
             origin[new] = origin.pop(old)
