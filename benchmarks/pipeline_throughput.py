@@ -120,7 +120,7 @@ def plain_merge(
     from streaming.rows import merge_source, project_actions
 
     schema = parse_create_table(final_sql)
-    sink = DeltaSink(spark)
+    sink = DeltaSink(spark, "shardmerge-bench-plain")
     path = str(work / "plain")
     sink.create(path, schema)
     started = time.time()
@@ -201,7 +201,7 @@ def main() -> None:
                     f"{sent:,} records in {secs:.1f}s = {ours:,.0f}/s ({ours / plain:.2f}x plain)",
                 )
             )
-            latest = StateStore(s.checkpoint).latest()
+            latest = StateStore(spark, s.checkpoint).latest()
             assert latest is not None
             out.append(
                 (
@@ -236,7 +236,7 @@ def main() -> None:
             p.flush()
             t0 = time.time()
             run_job(spark, sb)
-            latest = StateStore(sb.checkpoint).latest()
+            latest = StateStore(spark, sb.checkpoint).latest()
             assert latest is not None
             stats = latest[1]["stats"]
             same = bool(stats["downstream_ddl"]) and stats["replayed"] > 0
@@ -270,7 +270,7 @@ def main() -> None:
                 before = driver_rss()
                 secs, _ = run_job(spark, sh)
                 after = driver_rss()
-                latest = StateStore(sh.checkpoint).latest()
+                latest = StateStore(spark, sh.checkpoint).latest()
                 held = (
                     spark.read.format("delta")
                     .load(str(Path(sh.checkpoint) / "shardmerge" / "stash"))

@@ -115,7 +115,7 @@ def cli_main(argv: list[str]) -> int:
             say(f"demo: port {args.port} is not free ({e}); the dashboard takes another")
             ops = start_ops(spark, processor, query, OpsSettings(port=0))
         say(f"demo: dashboard {ops.url}  (metrics {ops.url}metrics)")
-        store = StateStore(settings.checkpoint)
+        store = StateStore(spark, settings.checkpoint)
         last_batch, last_stage, idle = -1, None, 0
         try:
             while True:

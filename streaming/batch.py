@@ -63,7 +63,7 @@ from schemas.model import quote
 from shardmerge.errors import ShardMergeError
 from streaming.config import Settings
 from streaming.contract import EVENT_SCHEMA
-from streaming.delta_sink import APP_ID, DeltaSink, SinkError
+from streaming.delta_sink import DeltaSink, SinkError
 from streaming.faults import crash_point
 from streaming.ops.observer import BatchObserver
 from streaming.quoting import check_session, ident, string
@@ -223,9 +223,10 @@ class BatchProcessor:
         self.settings = settings
         self.decode = decode
         self.router = settings.router()
-        self.sink = DeltaSink(spark)
-        self.store = StateStore(settings.checkpoint)
-        self.stash_path = str(self.store.root / "stash")
+        self.store = StateStore(spark, settings.checkpoint)
+        self.app_id = self.store.app_id()  # carried by every write (see delta_sink)
+        self.sink = DeltaSink(spark, self.app_id)
+        self.stash_path = self.store.uri("stash")
         self.last_stats: Stats | None = None
         self.observer = BatchObserver()  # step timings and counts for metrics/dashboard
 
@@ -249,7 +250,7 @@ class _Batch:
         # foreachBatch hands a DataFrame of a cloned session: temp views, SQL and the
         # transaction confs must all use that session.
         self.spark = df.sparkSession
-        self.sink = DeltaSink(self.spark)
+        self.sink = DeltaSink(self.spark, p.app_id)
         self.df = df
         self.batch = batch_id
         self.slot = 0
@@ -732,7 +733,7 @@ class _Batch:
         (
             df.write.format("delta")
             .mode("append")
-            .option("txnAppId", APP_ID)
+            .option("txnAppId", self.p.app_id)
             .option("txnVersion", version)
             .option("mergeSchema", "true")
             .save(path)

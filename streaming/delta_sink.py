@@ -3,7 +3,8 @@
 - Tables are created with column mapping (``delta.columnMapping.mode=name``), so RENAME and
   DROP COLUMN work, and with type widening, so INT -> BIGINT and similar MODIFYs work.
 - Row writes are MERGEs carrying ``txnAppId``/``txnVersion`` (Delta skips a version it has
-  already recorded for the app id): a re-run batch writes nothing twice.
+  already recorded for the app id): a re-run batch writes nothing twice. The app id is the
+  checkpoint's (streaming/state_store.py), so a new checkpoint never has a write skipped.
 - DDL is applied by comparing the wanted change with the table's current schema (ADD only
   a missing column, RENAME only while the old name exists, ...), so running it again is a
   no-op. Delta keeps no MySQL defaults or NOT NULL: shardmerge fills values itself.
@@ -29,9 +30,7 @@ from shardmerge.errors import ShardMergeError
 from streaming.quoting import ident, table_at
 from streaming.spark_types import delta_type, literal_expr, schema_ddl
 
-__all__ = ["APP_ID", "DeltaSink", "SinkError", "txn"]
-
-APP_ID = "shardmerge"
+__all__ = ["DeltaSink", "SinkError", "txn"]
 
 # Type changes Delta's type widening accepts (Delta 4.x docs, "Type widening").
 _WIDENING = {
@@ -54,9 +53,9 @@ class SinkError(ShardMergeError):
 
 
 @contextmanager
-def txn(spark: SparkSession, version: int) -> Iterator[None]:
-    """MERGE/DELETE/UPDATE inside carry (APP_ID, version): Delta skips them if done."""
-    spark.conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
+def txn(spark: SparkSession, app_id: str, version: int) -> Iterator[None]:
+    """MERGE/DELETE/UPDATE inside carry (app_id, version): Delta skips them if done."""
+    spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
     spark.conf.set("spark.databricks.delta.write.txnVersion", str(version))
     try:
         yield
@@ -66,8 +65,9 @@ def txn(spark: SparkSession, version: int) -> Iterator[None]:
 
 
 class DeltaSink:
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: SparkSession, app_id: str) -> None:
         self.spark = spark
+        self.app_id = app_id  # the checkpoint's: every idempotent write carries it
 
     def table(self, path: str) -> str:
         return table_at(path)
@@ -118,7 +118,7 @@ class DeltaSink:
                         )
                     if slot is not None:
                         value = literal_expr(column.type, fill)
-                        with txn(self.spark, slot):
+                        with txn(self.spark, self.app_id, slot):
                             self.spark.sql(
                                 f"UPDATE {table} SET {ident(column.name)} = {value} "
                                 f"WHERE {ident(column.name)} IS NULL"
@@ -168,7 +168,7 @@ class DeltaSink:
         sets = ", ".join(f"t.{ident(c)} = s.{ident(c)}" for c in columns)
         cols = ", ".join(ident(c) for c in columns)
         vals = ", ".join(f"s.{ident(c)}" for c in columns)
-        with txn(self.spark, version):
+        with txn(self.spark, self.app_id, version):
             self.spark.sql(
                 f"MERGE INTO {self.table(path)} t USING {view} s ON {on} "
                 "WHEN MATCHED AND s._action = 'd' THEN DELETE "
@@ -178,7 +178,7 @@ class DeltaSink:
         self.spark.catalog.dropTempView(view)
 
     def delete(self, path: str, where: str, version: int) -> None:
-        with txn(self.spark, version):
+        with txn(self.spark, self.app_id, version):
             self.spark.sql(f"DELETE FROM {self.table(path)} WHERE {where}")
 
 

@@ -41,7 +41,7 @@ def start_ops(
     counts = TableCounts(
         spark, processor.observer, processor.stash_path, settings.dead_letters()
     ).start()
-    views = Views(settings, processor.observer, query, counts)
+    views = Views(settings, processor.store, processor.observer, query, counts)
     try:
         server = OpsServer(ops or settings.ops, views, registry_for(views)).start()
     except OSError:

@@ -107,6 +107,7 @@ class Views:
     def __init__(
         self,
         settings: Settings,
+        store: StateStore,
         observer: BatchObserver,
         query: Any = None,
         counts: Any = None,
@@ -115,7 +116,7 @@ class Views:
         self.observer = observer
         self.query = query
         self.counts = counts
-        self.store = StateStore(settings.checkpoint)
+        self.store = store  # the job's own: commands go to the inbox `shardmerge unlock` uses
         self._recent: tuple[float, list[dict[str, Any]]] = (0.0, [])
         self._recent_lock = threading.Lock()
 

@@ -243,7 +243,7 @@ def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> 
 
 
 def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstream) -> None:
-    store = StateStore(settings.checkpoint)
+    store = StateStore(spark, settings.checkpoint)
     batch, _ = store.latest()
     samples = scrape(url)
     target = (("target", "shop.orders"),)

@@ -2,7 +2,8 @@
 
 The job's state here is a real coordinator's (4 shards of a pessimistic target, 2 of them
 held on an ADD COLUMN) persisted by the real state store, as a batch leaves it; the full
-path with Kafka, Spark, Delta and a browser is tests/integration/test_dashboard.py."""
+path with Kafka, Spark, Delta and a browser is tests/integration/test_dashboard.py. The state
+store goes through the Spark session's Hadoop FileSystem, hence the session here."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def settings(tmp_path: Path, **ops) -> Settings:
     )
 
 
-def job_state(s: Settings, observer: BatchObserver) -> dict:
+def job_state(store: StateStore, s: Settings, observer: BatchObserver) -> dict:
     """Batch 7 of a job whose lock waits: shards 0 and 1 ran the ADD COLUMN."""
     c = Coordinator(s.router(), s.target_configs(), s.default_config())
     for shard in SHARDS:
@@ -58,7 +59,7 @@ def job_state(s: Settings, observer: BatchObserver) -> dict:
              "refused_ddl": [], "command_errors": []}  # fmt: skip
     state = {"batch": 7, "coordinator": snapshot(c), "stats": stats,
              "locks": [_lock_json(v) for v in c.locks()], "applied_commands": []}  # fmt: skip
-    StateStore(s.checkpoint).save(7, state)
+    store.save(7, state)
     observer.begin(7)
     observer.lap("restore")
     observer.done(stats, state)
@@ -66,14 +67,15 @@ def job_state(s: Settings, observer: BatchObserver) -> dict:
 
 
 @pytest.fixture
-def serve(tmp_path: Path):
+def serve(tmp_path: Path, spark):
     servers = []
 
     def start(**ops) -> tuple[OpsServer, Settings, BatchObserver]:
         s = settings(tmp_path, **ops)
         observer = BatchObserver()
-        job_state(s, observer)
-        views = Views(s, observer)
+        store = StateStore(spark, s.checkpoint)
+        job_state(store, s, observer)
+        views = Views(s, store, observer)
         server = OpsServer(s.ops, views, registry_for(views)).start()
         servers.append(server)
         return server, s, observer
@@ -152,7 +154,7 @@ def test_any_address_but_loopback_requires_a_token(tmp_path: Path):
     assert settings(tmp_path, bind="0.0.0.0", token=TOKEN).ops.bind == "0.0.0.0"
 
 
-def test_commands_are_post_only_and_go_to_the_clis_durable_inbox(serve):
+def test_commands_are_post_only_and_go_to_the_clis_durable_inbox(serve, spark):
     server, s, _ = serve()
     body = {"target": "shop.orders", "shard": "s1.shop.orders_1", "action": "skip"}
     for method in ("PUT", "DELETE", "PATCH", "OPTIONS"):
@@ -162,7 +164,7 @@ def test_commands_are_post_only_and_go_to_the_clis_durable_inbox(serve):
     assert status == 202, raw
     answer = json.loads(raw)
     assert answer["words"] == "unlock shop.orders --shard s1.shop.orders_1 --action skip"
-    inbox = StateStore(s.checkpoint).inbox()
+    inbox = StateStore(spark, s.checkpoint).inbox()
     assert [(c["id"], c["words"]) for c in inbox] == [(answer["id"], answer["words"])]
     # the same value the batch parses from the inbox, and the CLI writes
     assert parse_command(inbox[0]["words"]) == command_from_json(body)
@@ -172,7 +174,7 @@ def test_commands_are_post_only_and_go_to_the_clis_durable_inbox(serve):
     assert locks["commands_waiting"] == [answer["words"]]
 
 
-def test_commands_refused_unless_json_from_the_same_origin_and_well_formed(serve):
+def test_commands_refused_unless_json_from_the_same_origin_and_well_formed(serve, spark):
     server, s, _ = serve()
     _, port = server.httpd.server_address[:2]
     good = {"target": "shop.orders", "shard": "s1.shop.orders_1", "action": "exec"}
@@ -198,7 +200,9 @@ def test_commands_refused_unless_json_from_the_same_origin_and_well_formed(serve
     )
     assert status == 202, raw
     assert parse_command(json.loads(raw)["words"]).statements == tuple(replace["statements"])
-    assert [c["words"] for c in StateStore(s.checkpoint).inbox()] == [json.loads(raw)["words"]]
+    assert [c["words"] for c in StateStore(spark, s.checkpoint).inbox()] == [
+        json.loads(raw)["words"]
+    ]
     with pytest.raises(CommandError):
         command_from_json({"target": "shop.orders", "action": "skip"})  # skip needs a shard
 
