@@ -64,6 +64,7 @@ from streaming.config import Settings
 from streaming.contract import EVENT_SCHEMA
 from streaming.delta_sink import APP_ID, DeltaSink, SinkError
 from streaming.faults import crash_point
+from streaming.row_fit import shard_columns
 from streaming.rows import Renamed, merge_source, project_actions
 from streaming.state_store import StateStore
 
@@ -515,9 +516,10 @@ class _Batch:
     def write_target(
         self, target: TargetId, rows: DataFrame, *, project_all: bool = False, replay: bool = False
     ) -> list[tuple[ShardId, list[Any]]]:
-        """MERGE rows into a target. A row naming a column the target lacks is ahead of a
-        DDL that has not arrived: its shard waits for it from that row on. Fresh rows from
-        there go to the stash; replayed ones stay in it. Returns where shards wait."""
+        """MERGE rows into a target. A row naming a column the target or its own shard lacks
+        is ahead of a DDL that has not arrived: its shard waits for it from that row on.
+        Fresh rows from there go to the stash; replayed ones stay in it. Returns where
+        shards wait."""
         t = self.c.targets[target]
         schema = self.schemas.get(target)
         assert schema is not None
@@ -527,8 +529,9 @@ class _Batch:
             if st.last_alter is not None
         ]
         cached = project_actions(
-            rows, schema, t.extract, project_all, self.late_renames(target), behind
-        ).persist()
+            rows, schema, t.extract, project_all, self.late_renames(target), behind,
+            shard_columns(t),
+        ).persist()  # fmt: skip
         try:
             waits, unfit = self.await_ddls(cached)
             if unfit:

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from coordinator.routing import Extract
 from schemas.model import TableSchema
+from streaming.row_fit import ShardColumns, ahead_sql, keyless_sql, with_shard_columns
 from streaming.spark_types import literal_expr, value_expr
 
 __all__ = ["Renamed", "merge_source", "project_actions", "renamed_keys"]
@@ -55,13 +56,16 @@ def project_actions(
     project_all: bool = False,
     renames: list[Renamed] | None = None,
     behind: list[tuple[str, str, str, str]] | None = None,
+    shards: list[ShardColumns] | None = None,
 ) -> DataFrame:
     """Every event's key actions, projected onto the downstream columns, with
     ``_action``, ``_okey``, ``_sub`` and ``_reason`` (not null: the action cannot be
     written, and why); the event's own columns are kept for the dead letters. Rows behind
     a column rename take the new names (``renames``, see :func:`renamed_keys`); rows
     behind their shard's last ALTER (``behind``: source, db, table, position) lose the
-    values of columns the target no longer has."""
+    values of columns the target no longer has. With ``shards`` (each shard's columns now),
+    a row after its shard's last ALTER that does not fit its shard's columns is ahead of a
+    DDL of its shard too, and a row without its key is a dead letter (``streaming.row_fit``)."""
     extra = {
         (extract.source_column or "").lower(): "source",
         (extract.db_column or "").lower(): "db",
@@ -86,6 +90,8 @@ def project_actions(
             for s, d, t, okey in behind
         )
         df = df.withColumn("_project", F.expr(f"_project OR ({late})"))
+    if shards:
+        df = with_shard_columns(rows.sparkSession, df, shards)
     key_changed = (
         " OR ".join(
             f"NOT (_before[{_lit(k.lower())}] <=> _after[{_lit(k.lower())}])" for k in upstream_key
@@ -104,12 +110,14 @@ def project_actions(
     )
     df = df.withColumn("_act", F.explode("_acts")).drop("_acts")
     unknown = f"array_join(filter(map_keys(_act.img), k -> NOT array_contains({known}, k)), ', ')"
+    # Ahead of a DDL: a column the target lacks, or (row_fit) one its own shard lacks.
+    own = f"WHEN _act.a = 'u' AND NOT _project THEN {ahead_sql('_act.img')} " if shards else ""
     df = df.withColumn(
         "_reason",
         F.expr(
             f"CASE WHEN _act.a = 'u' AND NOT _project AND {unknown} <> '' THEN "
             "concat('row of shard ', source, '.', db, '.', tbl, ' has column(s) ', "
-            f"{unknown}, ' that the target lacks') END"
+            f"{unknown}, ' that the target lacks') {own}END"
         ),
     )
     projected = []
@@ -131,6 +139,12 @@ def project_actions(
         unfit.append(
             f"WHEN {got} IS NOT NULL AND ({value}) IS NULL THEN concat('value ', {got}, {why})"
         )
+    # A row is never written under a key it does not carry (its delete, for op d).
+    keys = [k.lower() for k in upstream_key]
+    keyless = (
+        f"CASE WHEN _act.a = 'u' THEN {keyless_sql('_act.img', keys, 'after')} "
+        f"WHEN op = 'd' THEN {keyless_sql('_act.img', keys, 'before')} END"
+    )
     keep = [c for c in rows.columns if not c.startswith("_") or c in ("_okey", "_version")]
     return df.select(
         *keep,
@@ -140,9 +154,13 @@ def project_actions(
         F.col("_reason"),
         # A value that cannot be stored (malformed for the column's type): a dead letter.
         F.expr(
-            f"CASE WHEN _act.a = 'u' AND _reason IS NULL THEN CASE {' '.join(unfit)} END END"
-            if unfit
-            else "CAST(NULL AS STRING)"
+            f"coalesce({keyless}, "
+            + (
+                f"CASE WHEN _act.a = 'u' AND _reason IS NULL THEN CASE {' '.join(unfit)} END END"
+                if unfit
+                else "CAST(NULL AS STRING)"
+            )
+            + ")"
         ).alias("_unfit"),
     )
 
