@@ -21,6 +21,14 @@ TOOL_VERBS = {
         "devkit.kafka_local",
         "a local Kafka broker (KRaft) for development: start|stop|status",
     ),
+    "s3": (
+        "devkit.objectstore",
+        "a local S3-compatible object store (moto) for development: start|stop|status",
+    ),
+    "cluster": (
+        "devkit.spark_cluster",
+        "a local Spark standalone cluster (1 master, 1 worker) for development: start|stop|status",
+    ),
     "upstream": (
         "devkit.upstream_local",
         "local MariaDB servers captured by Debezium on Kafka Connect: start|stop|status",

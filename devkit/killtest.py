@@ -87,7 +87,9 @@ def produce(bootstrap: str, source: str, shards: int, rows: int) -> dict[Any, di
     return oracle
 
 
-def write_config(path: Path, bootstrap: str, source: str, work: Path, max_offsets: int) -> None:
+def write_config(
+    path: Path, bootstrap: str, source: str, lake: str, checkpoint: str, max_offsets: int
+) -> None:
     # The schema-change topic shares the rate limit here (no schema_pattern): DDLs then
     # spread over many micro-batches and every protocol point, DDL and release included,
     # is reached in many runs. Read rate-free, all DDL comes in the first batch.
@@ -101,14 +103,16 @@ sources:
 routes:
   - target: shop.orders
     table: 'orders_*'
-sink: {{path: "{work / "lake"}"}}
-checkpoint: "{work / "checkpoint"}"
+sink: {{path: "{lake}"}}
+checkpoint: "{checkpoint}"
 """
     )
 
 
-def run_job(config: Path, crash_at: str | None, log: Path) -> int:
-    env = dict(os.environ)
+def run_job(
+    config: Path, crash_at: str | None, log: Path, extra_env: dict[str, str] | None = None
+) -> int:
+    env = dict(os.environ, **(extra_env or {}))
     env.pop("SHARDMERGE_CRASH_AT", None)
     if crash_at:
         env["SHARDMERGE_CRASH_AT"] = crash_at
@@ -132,9 +136,10 @@ def canon(value: Any) -> Any:
     return value
 
 
-def compare(spark: Any, work: Path, oracle: dict[Any, dict[str, Any]]) -> Report:
+def compare(spark: Any, lake: str, oracle: dict[Any, dict[str, Any]]) -> Report:
+    """The Delta table ``LAKE/shop/orders`` against the oracle (``lake``: a URI)."""
     report = Report(expected=len(oracle))
-    df = spark.read.format("delta").load(str(work / "lake" / "shop" / "orders"))
+    df = spark.read.format("delta").load(f"{lake.rstrip('/')}/shop/orders")
     columns = [f.name for f in df.schema.fields]
     got = [r.asDict() for r in df.collect()]
     report.rows = len(got)
@@ -158,16 +163,21 @@ def compare(spark: Any, work: Path, oracle: dict[Any, dict[str, Any]]) -> Report
 def kill_test(
     bootstrap: str, work: Path, points: list[str], *, shards: int = 4, rows: int = 400,
     max_offsets: int = 300, spark: Any = None, source: str = "kt",
+    storage: str | None = None, extra_env: dict[str, str] | None = None,
 ) -> Report:  # fmt: skip
+    """``storage``: a URI under which lake and checkpoint go (default: ``work``), e.g. a
+    bucket; ``extra_env`` reaches the job (e.g. ``PYSPARK_SUBMIT_ARGS`` with S3A conf)."""
     work.mkdir(parents=True, exist_ok=True)
     oracle = produce(bootstrap, source, shards, rows)
     config = work / "job.yaml"
-    write_config(config, bootstrap, source, work, max_offsets)
+    base = (storage or str(work)).rstrip("/")
+    lake = f"{base}/lake"
+    write_config(config, bootstrap, source, lake, f"{base}/checkpoint", max_offsets)
     report = Report()
     log = work / "job.log"
     for point in [*points, None]:
         started = time.time()
-        code = run_job(config, point, log)
+        code = run_job(config, point, log, extra_env)
         report.runs.append((point or "(no crash)", code, time.time() - started))
         print(f"  run crash_at={point or '-':18} exit {code:>3} in {time.time() - started:5.1f}s",
               file=sys.stderr, flush=True)  # fmt: skip
@@ -177,7 +187,7 @@ def kill_test(
         from streaming.spark_session import build_spark
 
         spark = build_spark("shardmerge-killtest")
-    final = compare(spark, work, oracle)
+    final = compare(spark, lake, oracle)
     final.runs = report.runs
     return final
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 __all__ = ["add_job_verbs"]
 
@@ -26,11 +27,20 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _locks(args: argparse.Namespace) -> int:
+def _store(config: str) -> Any:
+    """The job's state store, read through a Spark session's Hadoop filesystem, so the
+    checkpoint can be on any filesystem the job writes (its credentials come from Spark's
+    conf: spark-defaults.conf or PYSPARK_SUBMIT_ARGS, docs/cluster.md)."""
     from streaming.config import load_settings
+    from streaming.spark_session import session_for_job
     from streaming.state_store import StateStore
 
-    store = StateStore(load_settings(args.config).checkpoint)
+    settings = load_settings(config)
+    return StateStore(session_for_job("shardmerge-cli"), settings.checkpoint)
+
+
+def _locks(args: argparse.Namespace) -> int:
+    store = _store(args.config)
     latest = store.latest()
     if latest is None:
         print("no batch has run yet: no locks", file=sys.stderr)
@@ -61,11 +71,9 @@ def _locks(args: argparse.Namespace) -> int:
 
 def _unlock(args: argparse.Namespace) -> int:
     from coordinator.commands import command_from_args
-    from streaming.config import load_settings
-    from streaming.state_store import StateStore
 
     command = command_from_args(args)
-    store = StateStore(load_settings(args.config).checkpoint)
+    store = _store(args.config)
     command_id = store.submit(command.words())
     print(f"queued {command.words()!r} ({command_id}); it takes effect at the next micro-batch")
     return 0

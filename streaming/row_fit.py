@@ -24,9 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from coordinator.target import Target
-from streaming._decode.sql import lit
+from streaming.quoting import map_get, string
 
 __all__ = ["ShardColumns", "ahead_sql", "keyless_sql", "shard_columns", "with_shard_columns"]
 
@@ -71,7 +72,7 @@ def with_shard_columns(
     facts = spark.createDataFrame(
         [(s.source, s.db, s.tbl, list(s.has), list(s.needs)) for s in shards], _FACTS
     )
-    return rows.join(facts.hint("broadcast"), ["source", "db", "tbl"], "left")
+    return rows.join(F.broadcast(facts), ["source", "db", "tbl"], "left")
 
 
 def _names(array_sql: str) -> str:
@@ -100,11 +101,11 @@ def keyless_sql(image: str, keys: list[str], which: str) -> str:
         return "CAST(NULL AS STRING)"
     whens = []
     for k in keys:
-        key = lit(k)
+        key = string(k)
         whens.append(
             f"WHEN NOT map_contains_key({image}, {key}) THEN concat('key column ', {key}, "
             f"' is missing from {which} of shard ', source, '.', db, '.', tbl) "
-            f"WHEN {image}[{key}] IS NULL THEN concat('key column ', {key}, "
+            f"WHEN {map_get(image, k)} IS NULL THEN concat('key column ', {key}, "
             f"' is null in {which} of shard ', source, '.', db, '.', tbl)"
         )
     return f"CASE {' '.join(whens)} END"

@@ -19,34 +19,38 @@ from pyspark.sql import functions as F
 
 from coordinator.routing import Extract
 from schemas.model import TableSchema
+from streaming.quoting import ident, map_get, string
 from streaming.row_fit import ShardColumns, ahead_sql, keyless_sql, with_shard_columns
 from streaming.spark_types import literal_expr, value_expr
 
-__all__ = ["Renamed", "merge_source", "project_actions", "renamed_keys"]
+__all__ = ["ahead_of_ddl", "merge_source", "project_actions", "renamed_keys"]
 
 
-def _lit(name: str) -> str:
-    return "'" + name.replace("'", "\\'") + "'"
+def renamed_keys(image: str) -> str:
+    """``image`` (a ``map<string,string>`` expression) with the column names of a row
+    positioned before column renames of its shard renamed as they did. ``_renames`` (from
+    the row plan: ``array<struct<pos, pairs: map old -> new>>``, in order) is applied in
+    order, so a chain a -> b -> c takes an old row's ``a`` to ``c``; the expression is the
+    same whatever the number of shards and renames."""
+    return (
+        f"CASE WHEN _renames IS NULL THEN {image} ELSE aggregate(_renames, {image}, "
+        "(acc, r) -> CASE WHEN _okey < r.pos "
+        "THEN transform_keys(acc, (k, v) -> coalesce(r.pairs[k], k)) ELSE acc END) END"
+    )
 
 
-Renamed = tuple[str, str, str, str, tuple[tuple[str, str], ...]]
-
-
-def renamed_keys(image: str, renames: list[Renamed]) -> str:
-    """``image`` (a ``map<string,string>`` expression) with the column names of rows
-    positioned before a column rename of their shard renamed as it did: each entry is
-    (source, db, table, the rename's position as an ``_okey`` SQL struct, old/new pairs),
-    applied in order, so a chain a -> b -> c takes an old row's ``a`` to ``c``."""
-    for source, db, tbl, okey, pairs in renames:
-        whens = " ".join(
-            f"WHEN k = {_lit(old.lower())} THEN {_lit(new.lower())}" for old, new in pairs
-        )
-        image = (
-            f"transform_keys({image}, (k, v) -> CASE WHEN source = {_lit(source)} AND "
-            f"db = {_lit(db)} AND tbl = {_lit(tbl)} AND _okey < {okey} "
-            f"THEN CASE {whens} ELSE k END ELSE k END)"
-        )
-    return image
+def ahead_of_ddl(known: str) -> str:
+    """Why a key action cannot be written yet, or NULL: an upsert whose image names a
+    column the downstream lacks (``known``: an array of the downstream's lower-cased data
+    column names) is ahead of a DDL of its shard that has not arrived. Rows of a shard that
+    projects (an operator skipped its DDL, or the row is behind its shard's last ALTER)
+    are never ahead: their extra values are dropped."""
+    unknown = f"array_join(filter(map_keys(_act.img), k -> NOT array_contains({known}, k)), ', ')"
+    return (
+        f"CASE WHEN _act.a = 'u' AND NOT _project AND {unknown} <> '' THEN "
+        "concat('row of shard ', source, '.', db, '.', tbl, ' has column(s) ', "
+        f"{unknown}, ' that the target lacks') END"
+    )
 
 
 def project_actions(
@@ -54,18 +58,16 @@ def project_actions(
     schema: TableSchema,
     extract: Extract,
     project_all: bool = False,
-    renames: list[Renamed] | None = None,
-    behind: list[tuple[str, str, str, str]] | None = None,
     shards: list[ShardColumns] | None = None,
 ) -> DataFrame:
     """Every event's key actions, projected onto the downstream columns, with
     ``_action``, ``_okey``, ``_sub`` and ``_reason`` (not null: the action cannot be
-    written, and why); the event's own columns are kept for the dead letters. Rows behind
-    a column rename take the new names (``renames``, see :func:`renamed_keys`); rows
-    behind their shard's last ALTER (``behind``: source, db, table, position) lose the
-    values of columns the target no longer has. With ``shards`` (each shard's columns now),
-    a row after its shard's last ALTER that does not fit its shard's columns is ahead of a
-    DDL of its shard too, and a row without its key is a dead letter (``streaming.row_fit``)."""
+    written, and why); the event's own columns are kept for the dead letters. Row plan
+    columns, where ``rows`` has them: ``_renames`` (see :func:`renamed_keys`),
+    ``_last_alter`` (a row before it loses the values of columns the target no longer
+    has), ``_project``. With ``shards`` (each shard's columns now), a row after its
+    shard's last ALTER that does not fit its own shard's columns is ahead of a DDL too, and
+    a row without its key is a dead letter (``streaming.row_fit``)."""
     extra = {
         (extract.source_column or "").lower(): "source",
         (extract.db_column or "").lower(): "db",
@@ -73,28 +75,30 @@ def project_actions(
     }
     extra.pop("", None)
     data_cols = [c for c in schema.columns if c.key not in extra]
-    known = "array(" + ", ".join(_lit(c.key) for c in data_cols) + ")"
+    known = "array(" + ", ".join(string(c.key) for c in data_cols) + ")"
     upstream_key = [k for k in schema.primary_key if k.lower() not in extra]
 
     lower = "transform_keys(from_json({0}, 'map<string,string>'), (k, v) -> lower(k))"
+    planned = "_renames" in rows.columns
     df = rows.withColumn(
-        "_after", F.expr(renamed_keys(lower.format("after"), renames or []))
-    ).withColumn("_before", F.expr(renamed_keys(lower.format("before"), renames or [])))
+        "_after", F.expr(renamed_keys(lower.format("after")) if planned else lower.format("after"))
+    ).withColumn(
+        "_before",
+        F.expr(renamed_keys(lower.format("before")) if planned else lower.format("before")),
+    )
     if "_project" not in df.columns:
         df = df.withColumn("_project", F.lit(project_all))
-    if behind:
+    df = df.withColumn("_project", F.coalesce(F.col("_project"), F.lit(False)))
+    if "_last_alter" in df.columns:
         # A row before its shard's last ALTER that names a column the target lacks is
         # behind that DDL (the column was dropped since), not ahead of a missing one.
-        late = " OR ".join(
-            f"(source = {_lit(s)} AND db = {_lit(d)} AND tbl = {_lit(t)} AND _okey < {okey})"
-            for s, d, t, okey in behind
-        )
-        df = df.withColumn("_project", F.expr(f"_project OR ({late})"))
+        df = df.withColumn("_project", F.expr("_project OR coalesce(_okey < _last_alter, false)"))
     if shards:
         df = with_shard_columns(rows.sparkSession, df, shards)
     key_changed = (
         " OR ".join(
-            f"NOT (_before[{_lit(k.lower())}] <=> _after[{_lit(k.lower())}])" for k in upstream_key
+            f"NOT ({map_get('_before', k.lower())} <=> {map_get('_after', k.lower())})"
+            for k in upstream_key
         )
         or "false"
     )
@@ -109,33 +113,28 @@ def project_actions(
         ),
     )
     df = df.withColumn("_act", F.explode("_acts")).drop("_acts")
-    unknown = f"array_join(filter(map_keys(_act.img), k -> NOT array_contains({known}, k)), ', ')"
-    # Ahead of a DDL: a column the target lacks, or (row_fit) one its own shard lacks.
-    own = f"WHEN _act.a = 'u' AND NOT _project THEN {ahead_sql('_act.img')} " if shards else ""
-    df = df.withColumn(
-        "_reason",
-        F.expr(
-            f"CASE WHEN _act.a = 'u' AND NOT _project AND {unknown} <> '' THEN "
-            "concat('row of shard ', source, '.', db, '.', tbl, ' has column(s) ', "
-            f"{unknown}, ' that the target lacks') {own}END"
-        ),
-    )
+    reason = ahead_of_ddl(known)
+    if shards:  # ahead of its own shard's DDL, whether or not the target has the column
+        reason = f"coalesce({reason}, CASE WHEN _act.a = 'u' AND NOT _project THEN " + (
+            f"{ahead_sql('_act.img')} END)"
+        )
+    df = df.withColumn("_reason", F.expr(reason))
     projected = []
     unfit = []
     for col in schema.columns:
         if col.key in extra:
             projected.append(F.col(extra[col.key]).alias(f"_c_{col.key}"))
             continue
-        got = f"_act.img[{_lit(col.key)}]"
+        got = map_get("_act.img", col.key)
         fill = literal_expr(col.type, col.fill_sql())
         value = value_expr(col.type, got)
         projected.append(
             F.expr(
-                f"CASE WHEN map_contains_key(_act.img, {_lit(col.key)}) "
+                f"CASE WHEN map_contains_key(_act.img, {string(col.key)}) "
                 f"THEN {value} ELSE {fill} END"
             ).alias(f"_c_{col.key}")
         )
-        why = _lit(f" of column {col.name} does not fit the target type {col.type.type_sql()}")
+        why = string(f" of column {col.name} does not fit the target type {col.type.type_sql()}")
         unfit.append(
             f"WHEN {got} IS NOT NULL AND ({value}) IS NULL THEN concat('value ', {got}, {why})"
         )
@@ -145,7 +144,11 @@ def project_actions(
         f"CASE WHEN _act.a = 'u' THEN {keyless_sql('_act.img', keys, 'after')} "
         f"WHEN op = 'd' THEN {keyless_sql('_act.img', keys, 'before')} END"
     )
-    keep = [c for c in rows.columns if not c.startswith("_") or c in ("_okey", "_version")]
+    keep = [
+        c
+        for c in rows.columns
+        if not c.startswith("_") or c in ("_okey", "_version", "_fate", "_target")
+    ]
     return df.select(
         *keep,
         *projected,
@@ -167,10 +170,10 @@ def project_actions(
 
 def merge_source(projected: DataFrame, schema: TableSchema) -> DataFrame:
     """The MERGE source: downstream columns and ``_action``, the last action per key."""
-    cols = [F.col(f"_c_{c.key}").alias(c.name) for c in schema.columns]
+    cols = [F.col(ident(f"_c_{c.key}")).alias(c.name) for c in schema.columns]
     src = projected.select(*cols, "_action", "_okey", "_sub")
     key_names = list(schema.primary_key) or list(schema.column_names())
-    latest = Window.partitionBy(*[F.col(f"`{k}`") for k in key_names]).orderBy(
+    latest = Window.partitionBy(*[F.col(ident(k)) for k in key_names]).orderBy(
         F.col("_okey").desc(), F.col("_sub").desc()
     )
     return (

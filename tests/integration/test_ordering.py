@@ -63,7 +63,7 @@ class Pipeline:
         return sorted((r.asDict() for r in df.collect()), key=lambda r: r["id"])
 
     def lock(self) -> dict[str, Any]:
-        latest = StateStore(self.settings.checkpoint).latest()
+        latest = StateStore(self.spark, self.settings.checkpoint).latest()
         assert latest is not None
         return latest[1]["locks"][0]
 

@@ -8,7 +8,6 @@ import pytest
 
 from coordinator.ids import TargetId
 from streaming.config import ConfigError, load_settings
-from streaming.state_store import StateStore
 
 BASE = """
 kafka: {bootstrap: "localhost:9092"}
@@ -65,25 +64,3 @@ def test_errors_name_the_file_and_the_field(tmp_path: Path, change: str, field: 
     with pytest.raises(ConfigError) as e:
         load_settings(path, environ={})
     assert str(path) in str(e.value) and field in str(e.value)
-
-
-def test_a_batch_restores_from_the_newest_earlier_state(tmp_path: Path):
-    store = StateStore(tmp_path)
-    assert store.load_before(0) is None
-    store.save(3, {"batch": 3})
-    store.save(5, {"batch": 5})
-    assert store.load_before(5) == {"batch": 3}  # a re-run of batch 5 starts from before it
-    assert store.load_before(6) == {"batch": 5}
-    assert store.latest() == (5, {"batch": 5})
-
-
-def test_a_rerun_batch_applies_exactly_the_commands_of_its_first_run(tmp_path: Path):
-    store = StateStore(tmp_path)
-    first = store.submit("unlock a.b --force-remove")
-    chosen = store.intent(7, applied=set())
-    assert [c["id"] for c in chosen] == [first]
-    store.submit("unlock a.b --shard s.d.t --action skip")  # arrives after the first run
-    assert store.intent(7, applied=set()) == chosen
-    assert len(store.intent(8, applied={first})) == 1
-    store.forget_commands({first})
-    assert [c["words"] for c in store.inbox()] == ["unlock a.b --shard s.d.t --action skip"]
