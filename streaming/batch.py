@@ -73,6 +73,7 @@ from streaming.faults import crash_point
 from streaming.ops.observer import BatchObserver
 from streaming.plan import Planner, join_plan, release_frame
 from streaming.quoting import check_session, ident, string
+from streaming.row_fit import shard_columns
 from streaming.rows import merge_source, project_actions
 from streaming.stash import KEY, STASH_COLUMNS, Stash, append
 from streaming.state_store import StateStore
@@ -466,13 +467,14 @@ class _Batch:
         version: int,
         waits: list[tuple[str, str, str, Any]],
     ) -> tuple[DataFrame | None, DataFrame | None]:
-        """MERGE one target's rows. A row naming a column the target lacks is ahead of a
-        DDL that has not arrived: its shard waits from that row on (such fresh rows go to
+        """MERGE one target's rows. A row naming a column the target or its own shard
+        lacks (``streaming.row_fit``) is ahead of a DDL that has not arrived: its shard
+        waits from that row on (such fresh rows go to
         the stash, replayed ones stay in it). Returns the fresh rows to stash and the dead
         letters of values that do not fit their column."""
         schema = self.ex.schemas[target]
         t = self.c.targets[target]
-        projected = project_actions(src, schema, t.extract).persist()
+        projected = project_actions(src, schema, t.extract, shards=shard_columns(t)).persist()
         self.cached.append(projected)
         firsts = (
             projected.groupBy("source", "db", "tbl")
