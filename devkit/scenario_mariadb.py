@@ -14,9 +14,13 @@ marker's topic (the job does not subscribe to it).
 Besides the file's expectations, the end state is checked against an **oracle read from
 the shards themselves**: the union of ``SELECT *`` of every routed table, projected onto
 the downstream columns (a column a shard lacks takes its default or NULL; extract columns
-take the shard's names). The oracle is compared only when the downstream should equal it:
-no error, no lock, no operator step (a skipped or replaced DDL makes them differ on
-purpose).
+take the shard's names), over the rows that routed tables held when a step dropped them
+(DROP TABLE, DROP DATABASE: those rows stay downstream). The oracle is compared only when
+the downstream should equal it: no error, no lock, no operator step (a skipped or replaced
+DDL makes them differ on purpose).
+
+A step's statement runs in its shard's database when that exists, without a default
+database otherwise (``CREATE DATABASE`` after a ``DROP DATABASE``).
 """
 
 from __future__ import annotations
@@ -129,6 +133,8 @@ class _MariaRun(_Run):
         self.consumer: Any = None
         self.seen_marker: dict[str, int] = {}
         self.last_ddl: tuple[str, float] | None = None
+        # Rows of shard tables a step dropped, read just before the drop (see finish).
+        self.dropped_rows: list[tuple[ShardId, dict[str, Any]]] = []
 
     # --- the upstream ------------------------------------------------------------------
 
@@ -143,16 +149,28 @@ class _MariaRun(_Run):
         return server
 
     def execute(self, shard: ShardId, sql: str, params: list[Any] | None = None) -> None:
+        """Run one statement on the shard's server, in the shard's database when it exists
+        (a step after ``DROP DATABASE`` may be the ``CREATE DATABASE`` that brings it back)."""
         import pymysql
 
-        conn = self.server(shard.source).connect(shard.db)
+        try:
+            conn = self.server(shard.source).connect()
+        except pymysql.MySQLError as e:
+            raise MariaDbRefused(f"MariaDB {shard.source}: cannot connect: {e}") from e
         try:
             with conn.cursor() as cur:
+                if self.database_exists(cur, shard.db):
+                    cur.execute(f"USE {_q(shard.db)}")
                 cur.execute(sql, params)
         except pymysql.MySQLError as e:
             raise MariaDbRefused(f"MariaDB {shard.source} ({shard.db}) refused {sql!r}: {e}") from e
         finally:
             conn.close()
+
+    @staticmethod
+    def database_exists(cur: Any, db: str) -> bool:
+        cur.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", [db])
+        return cur.fetchone() is not None
 
     def begin(self) -> None:
         self.create_tables()
@@ -203,6 +221,7 @@ class _MariaRun(_Run):
         if step.kind == "sql":
             assert step.sql is not None
             self.upstream.ddl(shard, step.sql)
+            self.keep_dropped_rows(shard, step.sql)
             self.execute(shard, step.sql)
             self.last_ddl = (shard.source, time.time())
         else:
@@ -310,9 +329,14 @@ class _MariaRun(_Run):
             return "a lock is open"
         if any(step.operator for step in self.scenario.steps):
             return "an operator step changed what reaches the downstream"
-        dropped = self.dropped_shards()
-        if dropped:
-            return f"shard table(s) {', '.join(dropped)} were dropped (their rows stay downstream)"
+        extract = self.scenario.extract.model_dump() if self.scenario.extract else {}
+        data = {c.key for c in seen.schema.columns} - {(n or "").lower() for n in extract.values()}
+        differ = sorted({str(s) for s, row in self.dropped_rows if set(row) != data})
+        if differ:
+            return (
+                f"shard table(s) {', '.join(differ)} were dropped with other columns than "
+                "the downstream's (their rows stay downstream as they were written)"
+            )
         kept = [c for c in self.dropped_columns() if seen.schema.has_column(c)]
         if kept:
             return (
@@ -336,20 +360,24 @@ class _MariaRun(_Run):
             for change in changes:
                 yield ShardId.parse(step.shard), change
 
-    def dropped_shards(self) -> list[str]:
-        """Routed shard tables a step dropped (DROP TABLE, DROP DATABASE)."""
+    def keep_dropped_rows(self, at: ShardId, sql: str) -> None:
+        """Before a DROP TABLE or DROP DATABASE runs, read the rows of the routed shard
+        tables it drops: they stay downstream, so the oracle counts them."""
         from schemas.changes import DropDatabase, DropTable
+        from schemas.ddl import parse_ddl
+        from schemas.errors import DDLError
 
-        router = self.settings.router()
-        out = []
-        for at, change in self.step_changes():
+        try:
+            changes = parse_ddl(sql)
+        except DDLError:
+            return  # a statement the parser cannot read drops nothing the job knows of
+        for change in changes:
             if isinstance(change, DropDatabase):
-                out.append(f"{at.source}.{change.name}.*")
+                self.dropped_rows += self.read_rows(at.source, [change.name])
             elif isinstance(change, DropTable):
-                shard = ShardId(at.source, change.table.db or at.db, change.table.table)
-                if router.kind(shard) is TableKind.SHARD and router.route(shard):
-                    out.append(str(shard))
-        return out
+                db, table = change.table.db or at.db, change.table.table.lower()
+                rows = self.read_rows(at.source, [db])
+                self.dropped_rows += [(s, r) for s, r in rows if s.table.lower() == table]
 
     def dropped_columns(self) -> list[str]:
         from schemas.changes import AlterTable, DropColumn
@@ -362,34 +390,56 @@ class _MariaRun(_Run):
             if isinstance(spec, DropColumn)
         ]
 
-    def oracle(self, seen: Observation) -> list[dict[str, Any]]:
-        """The shards' own rows, projected onto the downstream columns."""
-        assert seen.schema is not None
+    def tables_of(self, source: str, dbs: list[str]) -> list[tuple[str, str]]:
+        """``(db, table)`` of every table in ``dbs`` on ``source`` (a dropped database has
+        none)."""
+        conn = self.server(source).connect()
+        try:
+            with conn.cursor() as cur:
+                out = []
+                for db in dbs:
+                    cur.execute("SELECT table_name FROM information_schema.tables "
+                                "WHERE table_schema = %s", [db])  # fmt: skip
+                    out += [(db, table) for (table,) in cur.fetchall()]
+                return out
+        finally:
+            conn.close()
+
+    def read_rows(self, source: str, dbs: list[str]) -> list[tuple[ShardId, dict[str, Any]]]:
+        """Every row of the routed shard tables of ``dbs`` on ``source``, as it is now."""
         router = self.settings.router()
+        rows: list[tuple[ShardId, dict[str, Any]]] = []
+        tables = self.tables_of(source, dbs)
+        conn = self.server(source).connect()
+        try:
+            with conn.cursor() as cur:
+                for db, table in tables:
+                    shard = ShardId(source, db, table)
+                    if router.kind(shard) is not TableKind.SHARD or not router.route(shard):
+                        continue
+                    cur.execute(f"SELECT * FROM {_q(db)}.{_q(table)}")
+                    cols = [d[0].lower() for d in cur.description]
+                    rows += [(shard, dict(zip(cols, v, strict=True))) for v in cur.fetchall()]
+        finally:
+            conn.close()
+        return rows
+
+    def oracle(self, seen: Observation) -> list[dict[str, Any]]:
+        """The shards' own rows, projected onto the downstream columns, over the rows of
+        the shard tables dropped on the way (those stay downstream; a row of a table now
+        replaces a dropped one with the same key, as the MERGE does)."""
+        assert seen.schema is not None
         extract = self.scenario.extract
         names = {
             getattr(extract, f): f for f in ("source_column", "db_column", "table_column")
         } if extract else {}  # fmt: skip
-        rows: list[dict[str, Any]] = []
-        for source in self.sources:
-            conn = self.server(source).connect()
-            try:
-                with conn.cursor() as cur:
-                    for db in self.dbs:
-                        cur.execute("SELECT table_name FROM information_schema.tables "
-                                    "WHERE table_schema = %s", [db])  # fmt: skip
-                        for (table,) in cur.fetchall():
-                            shard = ShardId(source, db, table)
-                            if router.kind(shard) is not TableKind.SHARD or not router.route(shard):
-                                continue
-                            cur.execute(f"SELECT * FROM {_q(db)}.{_q(table)}")
-                            cols = [d[0].lower() for d in cur.description]
-                            for values in cur.fetchall():
-                                row = dict(zip(cols, values, strict=True))
-                                rows.append(self.project(row, shard, seen, names))
-            finally:
-                conn.close()
-        return rows
+        now = [r for source in self.sources for r in self.read_rows(source, self.dbs)]
+        key = list(seen.schema.primary_key)
+        rows: dict[Any, dict[str, Any]] = {}
+        for i, (shard, row) in enumerate([*self.dropped_rows, *now]):
+            out = self.project(row, shard, seen, names)
+            rows[tuple(repr(out.get(k)) for k in key) if key else i] = out
+        return list(rows.values())
 
     @staticmethod
     def project(

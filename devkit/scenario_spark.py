@@ -10,8 +10,10 @@ names stay the file's own (``s1``), as Debezium's ``source.name``.
 from __future__ import annotations
 
 import contextlib
+import sys
 import tempfile
 import time
+import traceback
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -288,11 +290,18 @@ def run_spark_files(scenarios: list[Scenario]) -> Iterator[ScenarioResult]:
 def run_in_session(
     session: SparkScenarioSession, scenarios: list[Scenario], engine: str
 ) -> Iterator[ScenarioResult]:
-    """Each file in turn; a file the engine cannot run is a failed result, not the end."""
+    """Each file in turn; a file the engine cannot run is a failed result, not the end.
+
+    Any error of one file (a server refusing a statement, a client error, a bug of the
+    engine) is that file's failure, with the error's type and message in its JSON and the
+    traceback on stderr; the next file runs as usual. Only an interrupt ends the run."""
     for scenario in scenarios:
         try:
             yield session.run(scenario)
-        except ShardMergeError as e:
-            output = {"name": scenario.name, "ok": False, "engine": engine, "error": str(e),
-                      "failures": [str(e)]}  # fmt: skip
+        except Exception as e:  # the file fails, reported with its error; the run goes on
+            text = str(e) if isinstance(e, ShardMergeError) else f"{type(e).__name__}: {e}"
+            print(f"    {scenario.path}: the engine failed on this file:", file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+            output = {"name": scenario.name, "ok": False, "engine": engine, "error": text,
+                      "failures": [f"engine error: {text}"]}  # fmt: skip
             yield ScenarioResult(scenario.name, engine, False, output)

@@ -118,6 +118,10 @@ key.converter=org.apache.kafka.connect.json.JsonConverter
 value.converter=org.apache.kafka.connect.json.JsonConverter
 key.converter.schemas.enable=true
 value.converter.schemas.enable=true
+# Connect's JsonConverter writes a column's DEFAULT in place of a NULL the row holds unless
+# told not to (KIP-581): a NULL sent by the shard must stay NULL downstream.
+key.converter.replace.null.with.default=false
+value.converter.replace.null.with.default=false
 offset.storage.file.filename={offsets}
 offset.flush.interval.ms=500
 """

@@ -14,6 +14,9 @@ Fields:
 - ``before``/``after``: the row images as JSON objects (column -> value), values already
   normalised: DECIMAL as a decimal string, canal's strings converted by ``mysqlType``,
   temporal values as the connector gives them. None where the op has no such image.
+  The keys of an image are exactly the columns the event names: a column sent as JSON
+  ``null`` is a key with a null value, a column the event leaves out is no key. Only a
+  column the event does not name may take a default downstream (``streaming.row_fit``).
 - ``pos_file``, ``pos``, ``pos_row``: the binlog position (file, offset, row in event);
   ``gtid`` when known; ``ts_ms``: the source commit time in ms (maxwell's seconds
   converted). Together they order one shard's events across topics.

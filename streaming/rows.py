@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from coordinator.routing import Extract
 from schemas.model import TableSchema
 from streaming.quoting import ident, map_get, string
+from streaming.row_fit import ShardColumns, ahead_sql, keyless_sql, with_shard_columns
 from streaming.spark_types import literal_expr, value_expr
 
 __all__ = ["ahead_of_ddl", "merge_source", "project_actions", "renamed_keys"]
@@ -53,14 +54,20 @@ def ahead_of_ddl(known: str) -> str:
 
 
 def project_actions(
-    rows: DataFrame, schema: TableSchema, extract: Extract, project_all: bool = False
+    rows: DataFrame,
+    schema: TableSchema,
+    extract: Extract,
+    project_all: bool = False,
+    shards: list[ShardColumns] | None = None,
 ) -> DataFrame:
     """Every event's key actions, projected onto the downstream columns, with
     ``_action``, ``_okey``, ``_sub`` and ``_reason`` (not null: the action cannot be
     written, and why); the event's own columns are kept for the dead letters. Row plan
     columns, where ``rows`` has them: ``_renames`` (see :func:`renamed_keys`),
     ``_last_alter`` (a row before it loses the values of columns the target no longer
-    has), ``_project``."""
+    has), ``_project``. With ``shards`` (each shard's columns now), a row after its
+    shard's last ALTER that does not fit its own shard's columns is ahead of a DDL too, and
+    a row without its key is a dead letter (``streaming.row_fit``)."""
     extra = {
         (extract.source_column or "").lower(): "source",
         (extract.db_column or "").lower(): "db",
@@ -86,6 +93,8 @@ def project_actions(
         # A row before its shard's last ALTER that names a column the target lacks is
         # behind that DDL (the column was dropped since), not ahead of a missing one.
         df = df.withColumn("_project", F.expr("_project OR coalesce(_okey < _last_alter, false)"))
+    if shards:
+        df = with_shard_columns(rows.sparkSession, df, shards)
     key_changed = (
         " OR ".join(
             f"NOT ({map_get('_before', k.lower())} <=> {map_get('_after', k.lower())})"
@@ -104,7 +113,12 @@ def project_actions(
         ),
     )
     df = df.withColumn("_act", F.explode("_acts")).drop("_acts")
-    df = df.withColumn("_reason", F.expr(ahead_of_ddl(known)))
+    reason = ahead_of_ddl(known)
+    if shards:  # ahead of its own shard's DDL, whether or not the target has the column
+        reason = f"coalesce({reason}, CASE WHEN _act.a = 'u' AND NOT _project THEN " + (
+            f"{ahead_sql('_act.img')} END)"
+        )
+    df = df.withColumn("_reason", F.expr(reason))
     projected = []
     unfit = []
     for col in schema.columns:
@@ -124,6 +138,12 @@ def project_actions(
         unfit.append(
             f"WHEN {got} IS NOT NULL AND ({value}) IS NULL THEN concat('value ', {got}, {why})"
         )
+    # A row is never written under a key it does not carry (its delete, for op d).
+    keys = [k.lower() for k in upstream_key]
+    keyless = (
+        f"CASE WHEN _act.a = 'u' THEN {keyless_sql('_act.img', keys, 'after')} "
+        f"WHEN op = 'd' THEN {keyless_sql('_act.img', keys, 'before')} END"
+    )
     keep = [
         c
         for c in rows.columns
@@ -137,9 +157,13 @@ def project_actions(
         F.col("_reason"),
         # A value that cannot be stored (malformed for the column's type): a dead letter.
         F.expr(
-            f"CASE WHEN _act.a = 'u' AND _reason IS NULL THEN CASE {' '.join(unfit)} END END"
-            if unfit
-            else "CAST(NULL AS STRING)"
+            f"coalesce({keyless}, "
+            + (
+                f"CASE WHEN _act.a = 'u' AND _reason IS NULL THEN CASE {' '.join(unfit)} END END"
+                if unfit
+                else "CAST(NULL AS STRING)"
+            )
+            + ")"
         ).alias("_unfit"),
     )
 

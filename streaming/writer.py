@@ -22,6 +22,7 @@ from streaming.control import OKEY_TYPE, okey_position, okey_value
 from streaming.faults import crash_point
 from streaming.plan import Planner, join_plan, release_frame
 from streaming.quoting import ident, string
+from streaming.row_fit import shard_columns
 from streaming.rows import merge_source, project_actions
 from streaming.stash import KEY, STASH_COLUMNS, append
 
@@ -200,13 +201,14 @@ class WriteStep:
         version: int,
         waits: list[tuple[str, str, str, Any]],
     ) -> tuple[DataFrame | None, DataFrame | None]:
-        """MERGE one target's rows. A row naming a column the target lacks is ahead of a
-        DDL that has not arrived: its shard waits from that row on (such fresh rows go to
+        """MERGE one target's rows. A row naming a column the target or its own shard
+        lacks (``streaming.row_fit``) is ahead of a DDL that has not arrived: its shard
+        waits from that row on (such fresh rows go to
         the stash, replayed ones stay in it). Returns the fresh rows to stash and the dead
         letters of values that do not fit their column."""
         schema = self.ex.schemas[target]
         t = self.c.targets[target]
-        projected = project_actions(src, schema, t.extract).persist()
+        projected = project_actions(src, schema, t.extract, shards=shard_columns(t)).persist()
         self.cached.append(projected)
         firsts = (
             projected.groupBy("source", "db", "tbl")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 
@@ -33,6 +34,7 @@ from schemas.model import TableSchema
 from streaming.config import Settings
 from streaming.job import build_query
 from streaming.ops.running import start_ops
+from streaming.ops.tables import reason_class
 from streaming.state_store import StateStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +63,7 @@ def browser() -> Iterator[Any]:
     for flag in (
         "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--window-size=1400,2000",
+        "--disable-dev-shm-usage", "--window-size=1400,2000",
     ):  # fmt: skip
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
@@ -162,6 +164,10 @@ def test_rollout_skip_and_metrics_in_a_real_browser(
     for t in tables:
         up.create(t)
         up.rows(t, 5)
+    # One record no decoder can read: a dead letter, listed on the page and counted.
+    bad = Producer({"bootstrap.servers": kafka.bootstrap})
+    bad.produce(f"{up.source}.shop.orders_2", b"{not json", b"k")
+    assert bad.flush(60) == 0
     settings = Settings.model_validate(
         {
             "kafka": {"bootstrap": kafka.bootstrap},
@@ -207,6 +213,16 @@ def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> 
         "return document.querySelector('[data-target=\"shop.orders\"] .rollout .label').textContent"
     )
     assert label == "ALTER TABLE orders_0 ADD COLUMN note VARCHAR(64): 2 of 3 shards ran it"
+    # The joined schema against each shard's: the held shards have the column already.
+    browser.find_element("css selector", '[data-schemas="shop.orders"] summary').click()
+    diff = (
+        "return [...document.querySelectorAll('tr[data-schema-shard]')]"
+        ".map(r => r.dataset.schemaShard.split('.').pop() + ':' + r.children[2].textContent)"
+        ".join(', ')"
+    )
+    assert browser.execute_script(diff) == (
+        "orders_0:has note (not joined), orders_1:has note (not joined), orders_2:same as joined"
+    )
     shot(browser, "2-waiting-2-of-3")
 
     up.alter(tables[2], add.format(t=tables[2]))
@@ -233,6 +249,12 @@ def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> 
     assert shard in text and "next micro-batch" in text
     shot(browser, "5-confirm-skip")
     browser.find_element("id", "confirm-ok").click()
+    # The page posts the command when the dialog closes; its status line shows the answer.
+    wait_for(
+        browser,
+        "return document.getElementById('status').textContent.startsWith('queued: ')",
+        "the command queued",
+    )
     waiting = get_json(url, "api/commands")["waiting"]
     assert [c["words"] for c in waiting] == [f"unlock shop.orders --shard {shard} --action skip"]
     # The command applies at the next micro-batch, which new data starts.
@@ -240,6 +262,13 @@ def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> 
     wait_for(browser, lock_is("none", 3, 3), "the shard released by skip")
     assert get_json(url, "api/commands")["waiting"] == []
     shot(browser, "6-after-skip")
+    dead = (
+        "return [...document.querySelectorAll('#dead-table tbody tr')]"
+        ".map(r => [...r.children].slice(1, 4).map(c => c.textContent).join('/')).join(',')"
+    )
+    wait_for(browser, dead + f" === '{up.source}.shop.orders_2/0/5'", "the dead letter")
+    browser.execute_script("document.getElementById('dead-letters').scrollIntoView()")
+    shot(browser, "7-dead-letters")
 
 
 def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstream) -> None:
@@ -265,6 +294,15 @@ def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstrea
     topics = {dict(labels)["topic"] for labels in lags}
     assert topics == {up.source} | {f"{up.source}.shop.orders_{i}" for i in range(3)}
     assert set(lags.values()) == {0.0}
+    dead = {k[1]: v for k, v in samples.items() if k[0] == "shardmerge_dead_letters_total"}
+    assert sum(dead.values()) == 1, dead
+    (latest,) = get_json(url, "api/dead-letters")["latest"]
+    assert (latest["topic"], latest["partition"], latest["offset"]) == (
+        f"{up.source}.shop.orders_2",
+        0,
+        5,
+    )
+    assert latest["reason"] and dead == {(("reason", reason_class(latest["reason"])),): 1.0}
     assert (
         samples[("shardmerge_batch_step_duration_seconds_count", (("step", "write"),))]
         == samples[("shardmerge_batches_total", ())]

@@ -226,7 +226,26 @@ def _extra_records() -> list[Rec]:
             source="m2"),
         Rec("mx_bootstrap_complete", "maxwell", mx, maxwell_msg('"type":"bootstrap-complete"'),
             source="m2"),
+        # A JSON null names its column; an absent column is not named (NULL_AND_ABSENT).
+        Rec("dbz_null_and_absent", "debezium", dbz, _dbz(
+            {"op": "c", "source": _SRC, "after": {"id": 7, "note": None}})),
+        Rec("dbz_null_and_absent_schemas", "debezium", dbz, _dbz(
+            {"op": "c", "source": _SRC, "after": {"id": 8, "whole": None}}, _ENVELOPE,
+            wrap=True)),
+        Rec("canal_null_and_absent", "canal", canal, canal_msg(
+            data=[{"i": "9", "n": None}]), source="c2"),
+        Rec("mx_null_and_absent", "maxwell", mx, maxwell_msg(
+            '"type":"insert","data":{"id":10,"n":null}'), source="m2"),
     ]  # fmt: skip
+
+
+# The row images these records must decode to: null kept, absent columns left out.
+NULL_AND_ABSENT = {
+    "dbz_null_and_absent": {"id": 7, "note": None},
+    "dbz_null_and_absent_schemas": {"id": 8, "whole": None},
+    "canal_null_and_absent": {"i": 9, "n": None},
+    "mx_null_and_absent": {"id": 10, "n": None},
+}
 
 
 EXTRA = _extra_records()
@@ -463,3 +482,18 @@ def test_canal_topic_without_source_is_a_dead_letter(
         decode(raw_df, "maxwell")
     with pytest.raises(ValueError, match="unknown CDC format"):
         decode(raw_df, "avro")  # type: ignore[arg-type]
+
+
+def test_a_json_null_names_its_column_and_an_absent_column_is_not_named(
+    spark: SparkSession, produced: Produced
+) -> None:
+    """The keys of a decoded row image are the columns the event names, in every format:
+    only a column left out may later take a default, never one sent as NULL."""
+    got = {}
+    for fmt in FORMATS:
+        events, _ = decode(_read(spark, produced, fmt), fmt, source_for_topic=produced.sources)  # type: ignore[arg-type]
+        for e in events.collect():
+            name = produced.names.get((e["topic"], e["offset"]))
+            if name in NULL_AND_ABSENT:
+                got[name] = json.loads(e["after"])
+    assert got == NULL_AND_ABSENT

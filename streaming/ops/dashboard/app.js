@@ -206,8 +206,12 @@ function renderTarget(t) {
   return card;
 }
 
+const openSchemas = new Set(); // targets whose schema comparison is unfolded (kept across refreshes)
+
 function renderSchemas(t) {
-  const d = el("details", {}, el("summary", { text: `joined schema (${Object.keys(t.joined).length} columns) against each shard` }));
+  const d = el("details", { "data-schemas": t.target }, el("summary", { text: `joined schema (${Object.keys(t.joined).length} columns) against each shard` }));
+  d.open = openSchemas.has(t.target);
+  d.addEventListener("toggle", () => { if (d.open) openSchemas.add(t.target); else openSchemas.delete(t.target); });
   d.append(el("table", { class: "compact" }, el("thead", {}, el("tr", {}, el("th", { text: "column" }), el("th", { text: "joined type" }))),
     el("tbody", {}, ...Object.entries(t.joined).map(([c, ty]) => el("tr", {}, el("td", {}, el("code", { text: c })), el("td", { class: "sql", text: ty }))))));
   const rows = t.shard_schemas.map((s) => {

@@ -1,0 +1,83 @@
+"""The fault suite's CI subset (``scripts/fault-suite`` runs it all, at full size).
+
+Each case runs the job as a separate process against a broker of its own (the cases stop
+and restart it), while something fails, and compares the Delta table with the oracle:
+nothing lost, nothing duplicated, nothing invented, every bad record a dead letter, and a
+permanent failure stops the job with a message instead of skipping data. Small workloads:
+the machine is small and shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devkit.faultsuite import (
+    Broker,
+    CaseReport,
+    Size,
+    case_broker,
+    case_data_loss,
+    case_kill,
+    case_malformed,
+    case_resend,
+    case_storage,
+)
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+SIZE = Size(shards=2, rows=100, max_offsets=120, outage_s=30, storage_s=5, malformed=320)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    b = Broker(tmp_path_factory.mktemp("faults-kafka"))
+    yield b
+    b.stop()
+
+
+def exact(r: CaseReport) -> None:
+    print(r.line())
+    assert r.lost == 0, r.line()
+    assert r.duplicated == 0, r.line()
+    assert r.invented == 0, r.line()
+    assert r.found == r.expected > 0, r.line()
+    assert r.ok, r.line()
+
+
+def test_broker_stopped_for_30s_mid_run(broker, spark, tmp_path: Path):
+    exact(case_broker(broker, spark, tmp_path, SIZE))
+
+
+def test_batch_run_again_after_its_commit_file_is_removed(broker, spark, tmp_path: Path):
+    # The kills at every point are test_exactly_once's (and the full suite's): here a
+    # clean run, then its last batch once more after Spark's commit of it is removed.
+    r = case_kill(broker, spark, tmp_path, SIZE, [])
+    exact(r)
+    assert "run again: True" in r.state
+
+
+def test_stash_gone_for_seconds_during_a_release(broker, spark, tmp_path: Path):
+    r = case_storage(broker, spark, tmp_path, SIZE, release=True)
+    exact(r)
+    assert r.restarts >= 1
+
+
+def test_every_kind_of_malformed_record_is_a_dead_letter(broker, spark, tmp_path: Path):
+    r = case_malformed(broker, spark, tmp_path, SIZE)
+    exact(r)
+    assert r.dead_found == r.dead_expected == SIZE.malformed
+
+
+def test_resent_events_are_not_duplicated(broker, spark, tmp_path: Path):
+    exact(case_resend(broker, spark, tmp_path, SIZE))
+
+
+def test_recreated_topics_stop_the_job_with_a_message(broker, spark, tmp_path: Path):
+    r = case_data_loss(broker, spark, tmp_path, SIZE)
+    print(r.line())
+    assert r.exit_codes[0] == 0 and r.exit_codes[1] != 0, r.line()
+    assert "Kafka no longer has records" in r.state, r.line()
+    assert r.ok, r.line()
