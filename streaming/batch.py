@@ -649,7 +649,12 @@ class _Batch:
                     self.schemas[d.target] = d.schema
                 case ApplyDDL():
                     try:
-                        self.sink.alter(self.p.settings.table_path(d.target), d, self.next_version)
+                        self.sink.alter(
+                            self.p.settings.table_path(d.target),
+                            d,
+                            self.next_version,
+                            rewrite=self.p.settings.target_settings(d.target).rewrite_incompatible,
+                        )
                     except SinkError as e:
                         # The change waits, with what follows it for this target; the job
                         # goes on and the target's rows wait in the stash (stage conflict).
