@@ -96,10 +96,12 @@ def test_a_decimal_delta_cannot_widen_waits_then_is_rewritten(kafka, spark, tmp_
         }
     )
     StateStore(p.settings.checkpoint).submit("unlock shop.t --retry")
+    p.send(row(p, "t2", {"id": 4, "p": "2.5"}, DEC3))  # a batch to apply the command
     p.run()
     assert p.lock()["stage"] == "none" and p.lock()["blocked"] == []
     assert p.rows() == [
         {"id": 1, "p": Decimal("1.250")},
         {"id": 2, "p": Decimal("12.500")},
         {"id": 3, "p": Decimal("1.125")},
+        {"id": 4, "p": Decimal("2.500")},
     ]
