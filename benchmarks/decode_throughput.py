@@ -1,9 +1,9 @@
 """Throughput of the Spark decoder: Kafka -> Spark -> decode, Debezium JSON, 16 shards.
 
-Starts a throw-away broker (``streaming.kafka_local``) in a temp dir; for
+Starts a throw-away broker (``devkit.kafka_local``) in a temp dir; for
 ``schemas.enable`` off (DECIMAL as string) and on (DECIMAL as base64 bytes, decoded with
 the schema's scale), produces ``--events`` row changes over ``--shards`` shards with
-:class:`~streaming.producer.DebeziumProducer` (plus their tombstones and each shard's
+:class:`~devkit.producer.DebeziumProducer` (plus their tombstones and each shard's
 CREATE TABLE), then times, with Spark's batch Kafka source over every topic:
 
 - *read*: Kafka -> Spark, all values materialised (``noop`` sink), the floor;
@@ -33,11 +33,11 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
+from devkit.kafka_local import running
+from devkit.producer import DebeziumProducer, send_workload
+from devkit.workload import sharded_workload
 from streaming.decode import decode
-from streaming.kafka_local import running
-from streaming.producer import DebeziumProducer, send_workload
 from streaming.spark_session import build_spark
-from streaming.workload import sharded_workload
 
 
 @dataclass

@@ -65,8 +65,8 @@ def driver_rss() -> float:
 def produce(
     bootstrap: str, source: str, shards: int, rows: int, ddl: dict[float, str]
 ) -> tuple[int, float]:
-    from streaming.producer import DebeziumProducer, send_workload
-    from streaming.workload import sharded_workload
+    from devkit.producer import DebeziumProducer, send_workload
+    from devkit.workload import sharded_workload
 
     producer = DebeziumProducer(bootstrap, source)
     started = time.time()
@@ -120,7 +120,7 @@ def plain_merge(
     from streaming.rows import merge_source, project_actions
 
     schema = parse_create_table(final_sql)
-    sink = DeltaSink(spark)
+    sink = DeltaSink(spark, "shardmerge-bench-plain")
     path = str(work / "plain")
     sink.create(path, schema)
     started = time.time()
@@ -154,7 +154,7 @@ def main() -> None:
     parser.add_argument("--max-offsets", type=int, default=250_000)
     parser.add_argument("--skip-held", action="store_true")
     args = parser.parse_args()
-    from streaming import kafka_local
+    from devkit import kafka_local
     from streaming.spark_session import build_spark
     from streaming.state_store import StateStore
 
@@ -201,7 +201,7 @@ def main() -> None:
                     f"{sent:,} records in {secs:.1f}s = {ours:,.0f}/s ({ours / plain:.2f}x plain)",
                 )
             )
-            latest = StateStore(s.checkpoint).latest()
+            latest = StateStore(spark, s.checkpoint).latest()
             assert latest is not None
             out.append(
                 (
@@ -211,8 +211,8 @@ def main() -> None:
             )
 
             # barrier latency: pessimistic, the last shard's DDL in a batch of its own
-            from streaming.producer import DebeziumProducer
-            from streaming.workload import sharded_workload
+            from devkit.producer import DebeziumProducer
+            from devkit.workload import sharded_workload
 
             p = DebeziumProducer(broker.bootstrap, "barrier")
             events = list(
@@ -226,7 +226,7 @@ def main() -> None:
                 if e.kind == "ddl" and "ADD COLUMN" in (e.statement or "")
             ]
             last = ddls[-1]
-            from streaming.producer import send_workload
+            from devkit.producer import send_workload
 
             send_workload(p, events[:last])
             p.flush()
@@ -236,7 +236,7 @@ def main() -> None:
             p.flush()
             t0 = time.time()
             run_job(spark, sb)
-            latest = StateStore(sb.checkpoint).latest()
+            latest = StateStore(spark, sb.checkpoint).latest()
             assert latest is not None
             stats = latest[1]["stats"]
             same = bool(stats["downstream_ddl"]) and stats["replayed"] > 0
@@ -270,7 +270,7 @@ def main() -> None:
                 before = driver_rss()
                 secs, _ = run_job(spark, sh)
                 after = driver_rss()
-                latest = StateStore(sh.checkpoint).latest()
+                latest = StateStore(spark, sh.checkpoint).latest()
                 held = (
                     spark.read.format("delta")
                     .load(str(Path(sh.checkpoint) / "shardmerge" / "stash"))

@@ -1,6 +1,6 @@
 """Rate of the Debezium JSON producer: a sharded workload pushed to a local broker.
 
-Starts a throw-away broker (``streaming.kafka_local``) in a temp dir, then sends
+Starts a throw-away broker (``devkit.kafka_local``) in a temp dir, then sends
 ``--shards`` x ``--rows`` row changes (plus their tombstones and the DDL), and prints
 records/s for building only (no Kafka), then for ``shardmerge produce`` (building and
 sending, flush included).
@@ -16,10 +16,10 @@ import tempfile
 import time
 import uuid
 
-from streaming.events.debezium_build import DebeziumBuilder
-from streaming.kafka_local import running
-from streaming.producer import cli_main
-from streaming.workload import sharded_workload
+from devkit.debezium_build import DebeziumBuilder
+from devkit.kafka_local import running
+from devkit.producer import cli_main
+from devkit.workload import sharded_workload
 
 DDL = {0.3: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)"}
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from coordinator.ids import ShardId, TargetId
-from schemas.errors import ShardMergeError
+from shardmerge.errors import ShardMergeError
 
 __all__ = ["CommandError", "OperatorCommand", "add_unlock_arguments", "parse_command"]
 

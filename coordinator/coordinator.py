@@ -36,9 +36,10 @@ from schemas.changes import (
     TruncateTable,
 )
 from schemas.ddl import apply, parse_ddl
-from schemas.errors import DDLError, SchemaError, ShardMergeError
+from schemas.errors import DDLError, SchemaError
 from schemas.model import TableName, TableSchema, name_key
 from schemas.render import alter_sql
+from shardmerge.errors import ShardMergeError
 
 __all__ = ["Coordinator", "LockView", "RowRoute", "TargetConfig", "UnknownShardError"]
 

@@ -11,8 +11,9 @@ from coordinator.decisions import Decision
 from coordinator.target import PendingDDL, ShardState, Target
 from schemas.changes import AlterTable, CreateTable, TruncateTable
 from schemas.ddl import apply
-from schemas.errors import SchemaError, ShardMergeError
+from schemas.errors import SchemaError
 from schemas.model import TableSchema
+from shardmerge.errors import ShardMergeError
 
 __all__ = ["LockRules", "OperatorError"]
 

@@ -18,8 +18,8 @@ from coordinator.target import PendingDDL, Refusal, ShardState, Target
 from schemas.changes import AlterTable, CreateTable, TruncateTable
 from schemas.codec import schema_from_json, schema_to_json
 from schemas.ddl import parse_ddl
-from schemas.errors import ShardMergeError
 from schemas.model import TableName
+from shardmerge.errors import ShardMergeError
 
 __all__ = ["FORMAT", "VERSION", "StateError", "restore", "snapshot"]
 

@@ -17,9 +17,9 @@ from coordinator.decisions import ApplyDDL, Decision, Hold, Release, Truncate
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.routing import Extract
 from schemas.changes import AlterSpec, AlterTable, CreateTable, TruncateTable
-from schemas.errors import ShardMergeError
 from schemas.model import Column, ColumnType, TableSchema, name_key
 from schemas.render import alter_sql
+from shardmerge.errors import ShardMergeError
 
 __all__ = ["ConflictError", "PendingDDL", "ShardState", "Stage", "Target"]
 

@@ -5,7 +5,7 @@ Pure: no Spark, no Kafka, no I/O.
 
 from schemas.ddl import apply, normalize, parse_create_table, parse_ddl, parse_type
 from schemas.dml import parse_dml
-from schemas.errors import DDLError, Incompatible, SchemaError, ShardMergeError
+from schemas.errors import DDLError, Incompatible, SchemaError
 from schemas.lattice import compare, diff, join
 from schemas.model import Column, ColumnType, Index, TableName, TableSchema
 
@@ -16,7 +16,6 @@ __all__ = [
     "Incompatible",
     "Index",
     "SchemaError",
-    "ShardMergeError",
     "TableName",
     "TableSchema",
     "apply",

@@ -17,8 +17,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from schemas.errors import ShardMergeError
 from schemas.model import TableName
+from shardmerge.errors import ShardMergeError
 
 __all__ = ["DMLError", "DmlStatement", "Value", "parse_dml"]
 

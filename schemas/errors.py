@@ -1,17 +1,10 @@
-"""The one root exception of shardmerge and the schema-level errors.
-
-Every error a user can meet derives from :class:`ShardMergeError`, so a caller can catch
-one type. Messages carry the path to the problem (``at column "c": INT vs VARCHAR(10)``)
-and, where an operator must act, what to do.
-"""
+"""The schema-level errors, under the project's root :class:`ShardMergeError`."""
 
 from __future__ import annotations
 
-__all__ = ["DDLError", "Incompatible", "SchemaError", "ShardMergeError"]
+from shardmerge.errors import ShardMergeError
 
-
-class ShardMergeError(Exception):
-    """Root of every error raised by shardmerge."""
+__all__ = ["DDLError", "Incompatible", "SchemaError"]
 
 
 class SchemaError(ShardMergeError):

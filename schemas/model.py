@@ -16,6 +16,7 @@ from schemas.errors import SchemaError
 
 __all__ = [
     "IMPLICIT_DEFAULT",
+    "SPATIAL_TYPES",
     "Column",
     "ColumnType",
     "Index",
@@ -38,6 +39,17 @@ BLOB_TYPES = ("TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB")
 STRING_TYPES = ("CHAR", "VARCHAR", "BINARY", "VARBINARY")
 TIME_TYPES = ("DATETIME", "TIMESTAMP", "TIME")
 CHARSET_TYPES = ("CHAR", "VARCHAR", *TEXT_TYPES, "ENUM", "SET")
+# Spatial values travel as WKB bytes (Debezium: a struct with ``wkb`` and ``srid``).
+SPATIAL_TYPES = (
+    "GEOMETRY",
+    "POINT",
+    "LINESTRING",
+    "POLYGON",
+    "MULTIPOINT",
+    "MULTILINESTRING",
+    "MULTIPOLYGON",
+    "GEOMETRYCOLLECTION",
+)
 
 
 def name_key(name: str) -> str:
@@ -231,7 +243,8 @@ class Index:
         return name_key(self.name)
 
     def to_sql(self) -> str:
-        cols = ", ".join(quote(c) for c in self.columns)
+        # A functional key part is kept as its expression in parentheses.
+        cols = ", ".join(c if c.startswith("(") else quote(c) for c in self.columns)
         prefix = {"INDEX": "KEY", "UNIQUE": "UNIQUE KEY"}.get(self.kind, f"{self.kind} KEY")
         # An unnamed index (ADD INDEX (a)) gets its name from MySQL when it is applied.
         name = f" {quote(self.name)}" if self.name else ""

@@ -58,12 +58,14 @@ from schemas.changes import (
     TruncateTable,
 )
 from schemas.ddl import parse_ddl
-from schemas.errors import DDLError, ShardMergeError
+from schemas.errors import DDLError
 from schemas.model import quote
+from shardmerge.errors import ShardMergeError
 from streaming.config import Settings
-from streaming.delta_sink import APP_ID, DeltaSink, SinkError
-from streaming.events.contract import EVENT_SCHEMA
+from streaming.contract import EVENT_SCHEMA
+from streaming.delta_sink import DeltaSink, SinkError
 from streaming.faults import crash_point
+from streaming.ops.observer import BatchObserver
 from streaming.quoting import check_session, ident, string
 from streaming.rows import Renamed, merge_source, project_actions
 from streaming.state_store import StateStore
@@ -221,10 +223,12 @@ class BatchProcessor:
         self.settings = settings
         self.decode = decode
         self.router = settings.router()
-        self.sink = DeltaSink(spark)
-        self.store = StateStore(settings.checkpoint)
-        self.stash_path = str(self.store.root / "stash")
+        self.store = StateStore(spark, settings.checkpoint)
+        self.app_id = self.store.app_id()  # carried by every write (see delta_sink)
+        self.sink = DeltaSink(spark, self.app_id)
+        self.stash_path = self.store.uri("stash")
         self.last_stats: Stats | None = None
+        self.observer = BatchObserver()  # step timings and counts for metrics/dashboard
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         _Batch(self, df, batch_id).run()
@@ -246,7 +250,7 @@ class _Batch:
         # foreachBatch hands a DataFrame of a cloned session: temp views, SQL and the
         # transaction confs must all use that session.
         self.spark = df.sparkSession
-        self.sink = DeltaSink(self.spark)
+        self.sink = DeltaSink(self.spark, p.app_id)
         self.df = df
         self.batch = batch_id
         self.slot = 0
@@ -271,8 +275,11 @@ class _Batch:
         }
 
     def _run(self) -> None:
+        obs = self.p.observer
+        obs.begin(self.batch)
         # 1. restore
         self.c, applied = self.p.restore(self.batch)
+        obs.lap("restore")
         # The downstream schemas as the executed decisions left them (a decision list can
         # run ahead: a replay before an ALTER must use the schema before it).
         self.schemas = {tid: t.downstream() for tid, t in self.c.targets.items()}
@@ -285,6 +292,7 @@ class _Batch:
                 self.stats.command_errors.append(f"{cmd['words']}: {e}")
                 log.error("operator command %r failed: %s", cmd["words"], e)
             applied.add(cmd["id"])
+        obs.lap("commands")
         # 3. decode (the batch is read from Kafka once)
         self.df = self.df.persist()
         events = self.events = self.decode_all().persist()
@@ -295,6 +303,7 @@ class _Batch:
                 join_split_renames(events.filter("op IN ('ddl', 't')").collect())
             )
             self.stats.ddl = len(controls)
+            obs.lap("decode")
             # 5. epochs: cut only at control events that decide something
             effectful = self.probe(controls)
             cuts = [r for r, e in zip(controls, effectful, strict=True) if e]
@@ -303,6 +312,7 @@ class _Batch:
             )
             per_epoch = rows.groupBy("_epoch", "source", "db", "tbl").count().collect()
             self.stats.events = sum(r["count"] for r in per_epoch) + len(controls)
+            obs.lap("epochs")
             # 6. epochs: the rows of epoch e follow the e-th deciding control event
             epoch = 0
             for j in range(len(controls) + 1):
@@ -319,11 +329,15 @@ class _Batch:
         finally:
             events.unpersist()
             self.df.unpersist()
+        obs.lap("write")
         # 7. persist
         crash_point("before_state")
-        self.p.store.save(self.batch, self.state_json({"applied_commands": sorted(applied)}))
+        state = self.state_json({"applied_commands": sorted(applied)})
+        self.p.store.save(self.batch, state)
         crash_point("after_state")
         self.p.store.forget_commands(applied)
+        obs.lap("persist")
+        obs.done(dict(self.stats.__dict__), state)
         self.p.last_stats = self.stats
         log.info("batch %d: %s", self.batch, self.stats)
 
@@ -724,7 +738,7 @@ class _Batch:
         (
             df.write.format("delta")
             .mode("append")
-            .option("txnAppId", APP_ID)
+            .option("txnAppId", self.p.app_id)
             .option("txnVersion", version)
             .option("mergeSchema", "true")
             .save(path)

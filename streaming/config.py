@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 from coordinator.coordinator import TargetConfig
 from coordinator.ids import TargetId
 from coordinator.routing import Extract, Route, Router
-from schemas.errors import ShardMergeError
+from shardmerge.errors import ShardMergeError
+from streaming.hadoop_fs import join
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
 
@@ -100,7 +101,40 @@ class TargetSettings(_Frozen):
 
 class SinkSettings(_Frozen):
     kind: Literal["delta"] = "delta"
-    path: str = Field(description="base folder; target db.table is written to PATH/db/table")
+    path: str = Field(
+        description="base folder URI (s3a://bucket/lake, hdfs://..., /data/lake); target "
+        "db.table is written to PATH/db/table"
+    )
+
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+class OpsSettings(_Frozen):
+    """The driver's HTTP server: /metrics, the dashboard and the operator API."""
+
+    enabled: bool = Field(True, description="serve them (env SHARDMERGE__OPS__ENABLED)")
+    bind: str = Field(
+        "127.0.0.1",
+        description="address to listen on; any but loopback requires a token "
+        "(env SHARDMERGE__OPS__BIND)",
+    )
+    port: int = Field(
+        9464, ge=0, le=65535, description="port (0: any free one) (env SHARDMERGE__OPS__PORT)"
+    )
+    token: SecretStr | None = Field(
+        None,
+        description="bearer token every request must carry when set (env SHARDMERGE__OPS__TOKEN)",
+    )
+
+    @model_validator(mode="after")
+    def _token_off_loopback(self) -> OpsSettings:
+        if self.bind not in LOOPBACK and not (self.token and self.token.get_secret_value()):
+            raise ValueError(
+                f"bind {self.bind!r} is not a loopback address: set ops.token "
+                "(SHARDMERGE__OPS__TOKEN), which every request must then carry"
+            )
+        return self
 
 
 class Settings(_Frozen):
@@ -110,10 +144,20 @@ class Settings(_Frozen):
     targets: dict[str, TargetSettings] = Field(default_factory=dict)
     default_target: TargetSettings = TargetSettings()
     sink: SinkSettings
-    checkpoint: str = Field(description="checkpoint folder (also holds state and held events)")
+    checkpoint: str = Field(
+        description="checkpoint folder URI (also holds the job's state and held events); "
+        "must be shared storage when the driver can run on another node"
+    )
     trigger_interval: str = Field("5 seconds", description="micro-batch interval")
     dead_letter_path: str | None = Field(
         None, description="dead-letter Delta table (default CHECKPOINT/dead_letter)"
+    )
+    ops: OpsSettings = OpsSettings()
+    stash_maintenance_every: int = Field(
+        100,
+        ge=1,
+        description="every this many batches the stash is compacted (OPTIMIZE) and its "
+        "unreferenced files removed (VACUUM)",
     )
     ddl_grace_ms: int = Field(
         0,
@@ -147,10 +191,10 @@ class Settings(_Frozen):
         return self.targets.get(str(target), self.default_target)
 
     def dead_letters(self) -> str:
-        return self.dead_letter_path or str(Path(self.checkpoint) / "dead_letter")
+        return self.dead_letter_path or join(self.checkpoint, "dead_letter")
 
     def table_path(self, target: TargetId) -> str:
-        return str(Path(self.sink.path) / target.db / target.table)
+        return join(self.sink.path, target.db, target.table)
 
 
 def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The dead-letter table: Kafka records that could not be decoded, kept with the reason.
 
 A Delta table (no partitioning) with the columns of
-:data:`~streaming.events.contract.DEAD_LETTER_SCHEMA`: the record's topic, partition,
+:data:`~streaming.contract.DEAD_LETTER_SCHEMA`: the record's topic, partition,
 offset, raw key and value, the format it was read as, the reason (``"<what> at <field>"``)
 and when it was seen. The stream keeps going past a bad record; this table is where an
 operator finds it (``count`` shows how many there are), fixes the producer or the
@@ -14,7 +14,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from streaming.events.contract import DEAD_LETTER_SCHEMA
+from streaming.contract import DEAD_LETTER_SCHEMA
 
 __all__ = ["count", "write_dead_letters"]
 

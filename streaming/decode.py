@@ -2,9 +2,9 @@
 
 :func:`decode` takes the columns of Spark's Kafka source (``key``, ``value``, ``topic``,
 ``partition``, ``offset``; others are ignored) and returns two DataFrames: the events
-(:data:`~streaming.events.contract.EVENT_SCHEMA`) and the dead letters
-(:data:`~streaming.events.contract.DEAD_LETTER_SCHEMA`). It is the Spark twin of the
-reference decoder :func:`streaming.events.decode_py.decode_record` and follows the same
+(:data:`~streaming.contract.EVENT_SCHEMA`) and the dead letters
+(:data:`~streaming.contract.DEAD_LETTER_SCHEMA`). It is the Spark twin of the
+reference decoder :func:`tests.oracle.decode_py.decode_record` and follows the same
 rules (see that module): the tests decode every fixture with both and compare.
 
 How it runs: ``from_json`` with an explicit schema per format, then Spark SQL expressions
@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 
 from streaming._decode import canal, debezium, maxwell
 from streaming._decode.sql import EVENT_FIELDS, EVENT_TYPE, lit
-from streaming.events.contract import EVENT_SCHEMA
+from streaming.contract import EVENT_SCHEMA
 from streaming.quoting import ident
 
 __all__ = ["FORMATS", "Format", "decode"]

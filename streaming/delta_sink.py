@@ -7,7 +7,8 @@
   (``rewrite_incompatible``), made by rewriting the table: one overwrite commit that casts
   every row, refused if a value does not fit, as MySQL's copying ALTER TABLE would.
 - Row writes are MERGEs carrying ``txnAppId``/``txnVersion`` (Delta skips a version it has
-  already recorded for the app id): a re-run batch writes nothing twice.
+  already recorded for the app id): a re-run batch writes nothing twice. The app id is the
+  checkpoint's (streaming/state_store.py), so a new checkpoint never has a write skipped.
 - DDL is applied by comparing the wanted change with the table's current schema (ADD only
   a missing column, RENAME only while the old name exists, ...), so running it again is a
   no-op. Delta keeps no MySQL defaults or NOT NULL: shardmerge fills values itself.
@@ -31,15 +32,14 @@ from schemas.changes import (
     ModifyColumn,
     RenameColumn,
 )
-from schemas.errors import ShardMergeError
 from schemas.model import Column, TableSchema
+from shardmerge.errors import ShardMergeError
 from streaming.faults import raise_point
 from streaming.quoting import ident, table_at
 from streaming.spark_types import delta_type, literal_expr, schema_ddl, widens_in_place
 
-__all__ = ["APP_ID", "DeltaSink", "SinkError", "txn"]
+__all__ = ["DeltaSink", "SinkError", "txn"]
 
-APP_ID = "shardmerge"
 # Offending values named in a refused rewrite.
 _SAMPLES = 5
 
@@ -49,9 +49,9 @@ class SinkError(ShardMergeError):
 
 
 @contextmanager
-def txn(spark: SparkSession, version: int) -> Iterator[None]:
-    """MERGE/DELETE/UPDATE inside carry (APP_ID, version): Delta skips them if done."""
-    spark.conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
+def txn(spark: SparkSession, app_id: str, version: int) -> Iterator[None]:
+    """MERGE/DELETE/UPDATE inside carry (app_id, version): Delta skips them if done."""
+    spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
     spark.conf.set("spark.databricks.delta.write.txnVersion", str(version))
     try:
         yield
@@ -61,8 +61,9 @@ def txn(spark: SparkSession, version: int) -> Iterator[None]:
 
 
 class DeltaSink:
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: SparkSession, app_id: str) -> None:
         self.spark = spark
+        self.app_id = app_id  # the checkpoint's: every idempotent write carries it
 
     def table(self, path: str) -> str:
         return table_at(path)
@@ -123,7 +124,7 @@ class DeltaSink:
                         )
                     if slot is not None:
                         value = literal_expr(column.type, fill)
-                        with txn(self.spark, slot):
+                        with txn(self.spark, self.app_id, slot):
                             self.spark.sql(
                                 f"UPDATE {table} SET {ident(column.name)} = {value} "
                                 f"WHERE {ident(column.name)} IS NULL"
@@ -170,7 +171,7 @@ class DeltaSink:
 
     def _rewrite(self, path: str, d: ApplyDDL, name: str, wanted: str, slot: int) -> None:
         """Cast column ``name`` of every row to ``wanted`` in one overwrite commit that
-        carries (APP_ID, ``slot``); refuse, naming rows, if a value does not fit."""
+        carries (the app id, ``slot``); refuse, naming rows, if a value does not fit."""
         rows = self.spark.read.format("delta").load(path)
         cast = F.expr(f"try_cast({ident(name)} AS {wanted})")
         unfit = rows.filter(F.col(ident(name)).isNotNull() & cast.isNull())
@@ -195,7 +196,7 @@ class DeltaSink:
             *[cast.alias(f.name) if f.name.lower() == name.lower() else F.col(ident(f.name))
               for f in rows.schema.fields]
         )  # fmt: skip
-        with txn(self.spark, slot):
+        with txn(self.spark, self.app_id, slot):
             out.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
 
     def merge(
@@ -208,7 +209,7 @@ class DeltaSink:
         sets = ", ".join(f"t.{ident(c)} = s.{ident(c)}" for c in columns)
         cols = ", ".join(ident(c) for c in columns)
         vals = ", ".join(f"s.{ident(c)}" for c in columns)
-        with txn(self.spark, version):
+        with txn(self.spark, self.app_id, version):
             self.spark.sql(
                 f"MERGE INTO {self.table(path)} t USING {view} s ON {on} "
                 "WHEN MATCHED AND s._action = 'd' THEN DELETE "
@@ -218,7 +219,7 @@ class DeltaSink:
         self.spark.catalog.dropTempView(view)
 
     def delete(self, path: str, where: str, version: int) -> None:
-        with txn(self.spark, version):
+        with txn(self.spark, self.app_id, version):
             self.spark.sql(f"DELETE FROM {self.table(path)} WHERE {where}")
 
 

@@ -1,16 +1,17 @@
 """The streaming job: Kafka (Spark's own source) -> decode -> coordinate -> Delta.
 
 Run it with ``shardmerge run --config FILE [--available-now]`` or, on a cluster,
-``spark-submit ... -m streaming.job --config FILE`` (see README).
+``spark-submit ... shardmerge_main.py --config FILE`` (README, docs/cluster.md): under
+spark-submit the job runs in the session Spark gives it (streaming/spark_session.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
 import sys
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -18,6 +19,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from streaming.batch import BatchProcessor
 from streaming.config import Settings, SourceSettings, load_settings
+from streaming.hadoop_fs import join
 
 __all__ = ["anchored", "build_query", "main", "read_kafka"]
 
@@ -108,10 +110,17 @@ def build_query(
     from streaming.decode import decode
 
     processor = BatchProcessor(spark, settings, decode)
+    every = settings.stash_maintenance_every
+
+    def batch(df: DataFrame, batch_id: int) -> None:
+        processor(df, batch_id)
+        if batch_id % every == every - 1:
+            maintain_stash(df.sparkSession, processor.stash_path)
+
     writer = (
         read_kafka(spark, settings)
-        .writeStream.foreachBatch(processor)
-        .option("checkpointLocation", str(Path(settings.checkpoint) / "spark"))
+        .writeStream.foreachBatch(batch)
+        .option("checkpointLocation", join(settings.checkpoint, "spark"))
         .queryName("shardmerge")
     )
     writer = (
@@ -122,15 +131,55 @@ def build_query(
     return writer.start(), processor
 
 
+def maintain_stash(spark: SparkSession, path: str) -> None:
+    """Compact the stash and remove the files no version within retention needs.
+
+    Every batch that holds or releases rows appends to and deletes from the stash, so its
+    files and log grow with the batches, not with what it holds. This runs after a batch
+    has saved its state, so nothing else touches the stash meanwhile; run twice (a re-run
+    batch), it only finds less to do. The table keeps one day of history (its own log and
+    removed files): the stash is read only at its newest version."""
+    from delta.tables import DeltaTable
+
+    from streaming.delta_sink import q
+
+    if not DeltaTable.isDeltaTable(spark, path):
+        return  # nothing was ever held
+    table = f"delta.{q(path)}"
+    wanted = {
+        "delta.logRetentionDuration": "interval 1 days",
+        "delta.deletedFileRetentionDuration": "interval 1 days",
+    }
+    have = DeltaTable.forPath(spark, path).detail().collect()[0]["properties"]
+    if any(have.get(k) != v for k, v in wanted.items()):
+        props = ", ".join(f"'{k}' = '{v}'" for k, v in wanted.items())
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({props})")
+    spark.sql(f"OPTIMIZE {table}")
+    spark.sql(f"VACUUM {table}")
+    log.info("stash %s compacted and vacuumed", path)
+
+
 def run(
     settings: Settings, *, available_now: bool = False, spark: SparkSession | None = None
 ) -> None:
+    """Run the job in ``spark``, else the session it is given (spark-submit), else the
+    local development session."""
     if spark is None:
-        from streaming.spark_session import build_spark
+        from streaming.spark_session import session_for_job
 
-        spark = build_spark("shardmerge")
-    query, _ = build_query(spark, settings, available_now=available_now)
-    query.awaitTermination()
+        spark = session_for_job("shardmerge")
+    query, processor = build_query(spark, settings, available_now=available_now)
+    ops = None
+    if settings.ops.enabled:
+        from streaming.ops.running import start_ops
+
+        ops = start_ops(spark, processor, query)
+        log.info("dashboard: %s  metrics: %smetrics", ops.url, ops.url)
+    try:
+        query.awaitTermination()
+    finally:
+        if ops is not None:
+            ops.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,9 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--available-now", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    settings = load_settings(args.config)
-    spark = SparkSession.getActiveSession()
-    run(settings, available_now=args.available_now, spark=spark)
+    # where the code comes from (a wheel shipped with --py-files, an install): for support
+    log.info("shardmerge job from %s", os.path.dirname(os.path.dirname(__file__)))
+    run(load_settings(args.config), available_now=args.available_now)
     return 0
 
 

@@ -1,6 +1,12 @@
-"""The SparkSession of the job and of its tests: local, with Delta and the Kafka source.
+"""The SparkSession of the job: the submitter's, or the local development one.
 
-Why these settings:
+Under ``spark-submit`` (or any launcher that started the JVM first: ``PYSPARK_GATEWAY_PORT``
+is set) the job takes the session Spark gives it, with its master, jars, memory and conf,
+and adds only what it cannot run without: Delta's SQL extension and catalog, when the
+submitter did not configure them (``session_for_job``).
+
+Everything else builds the local development session (``build_spark``): the demo, the
+tests, ``shardmerge run`` without a cluster. Why its settings:
 - ``spark.jars`` gets the files in ``.jars/spark/`` (Kafka source, Delta, their
   dependencies minus what pyspark ships; see jars/spark/pom.xml). No ``spark.jars.packages``:
   a session start never resolves or downloads anything, so it works offline and starts the
@@ -20,14 +26,40 @@ import os
 import sys
 from collections.abc import Mapping
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from streaming._jars import jars
 from streaming.quoting import SESSION_CONF
 
-__all__ = ["build_spark"]
+__all__ = ["build_spark", "session_for_job", "submitted"]
 
 _LOG4J2 = "log4j2-spark.properties"
+_DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+_DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+def submitted() -> bool:
+    """True when spark-submit (or pyspark) started this Python with its JVM running."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def session_for_job(app_name: str = "shardmerge") -> SparkSession:
+    """The active session, else the submitter's (plus Delta if missing), else a local one."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    if not submitted():
+        return build_spark(app_name)
+    SparkContext._ensure_initialized()  # connects to the submitter's JVM
+    given = SparkConf()  # what the submitter set: --conf, spark-defaults.conf
+    builder = SparkSession.builder
+    extensions = [e for e in given.get("spark.sql.extensions", "").split(",") if e]
+    if _DELTA_EXTENSION not in extensions:
+        builder = builder.config("spark.sql.extensions", ",".join([*extensions, _DELTA_EXTENSION]))
+    if not given.contains("spark.sql.catalog.spark_catalog"):
+        builder = builder.config("spark.sql.catalog.spark_catalog", _DELTA_CATALOG)
+    return builder.getOrCreate()
 
 
 def build_spark(
@@ -51,8 +83,8 @@ def build_spark(
     log4j2 = os.path.join(os.path.dirname(__file__), _LOG4J2)
     conf = {
         "spark.jars": ",".join(str(j) for j in spark_jars),
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.extensions": _DELTA_EXTENSION,
+        "spark.sql.catalog.spark_catalog": _DELTA_CATALOG,
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",

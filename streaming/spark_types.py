@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from schemas.model import ColumnType, TableSchema, string_value
+from schemas.model import SPATIAL_TYPES, ColumnType, TableSchema, string_value
 from streaming.quoting import ident, literal, string
 
 __all__ = ["delta_type", "value_expr", "widens_in_place"]
@@ -55,6 +55,8 @@ def delta_type(t: ColumnType) -> str:
         return "INT"
     if t.base in ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB", "BIT"):
         return "BINARY"
+    if t.base in SPATIAL_TYPES or t.base == "VECTOR":
+        return "BINARY"  # WKB; MariaDB's VECTOR is packed floats
     return "STRING"
 
 
@@ -77,6 +79,9 @@ def value_expr(t: ColumnType, text: str) -> str:
         )
     if t.base == "TIMESTAMP":
         return f"CAST({text} AS TIMESTAMP)"
+    if t.base in SPATIAL_TYPES:
+        # Debezium sends a geometry as {"wkb": base64, "srid": n}: the WKB is the value.
+        return f"unbase64(coalesce(get_json_object({text}, '$.wkb'), {text}))"
     if target == "BINARY":
         return f"unbase64({text})"
     if target == "STRING":

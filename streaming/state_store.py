@@ -1,111 +1,194 @@
-"""Durable state of the job next to Spark's checkpoint: coordinator state per batch,
-batch intents, and the operator command inbox.
+"""Durable state of the job next to Spark's checkpoint, on any filesystem Spark can write.
 
-Layout under ``CHECKPOINT/shardmerge/``:
+Layout under ``CHECKPOINT/shardmerge/`` (a URI: ``file:``, ``hdfs://``, ``s3a://``, ...):
 
-- ``state/<batch>.json``: the coordinator after batch ``<batch>`` (written last in a batch,
-  atomically). A batch starts from the newest state of an *earlier* batch, so a batch that
-  Spark runs again starts from the same state as the first time.
-- ``intent/<batch>.json``: the operator commands a batch applies, fixed before it writes
+- ``app/<seq>``: the checkpoint's id, created with it. Every Delta write carries it as
+  ``txnAppId``, so a re-run batch is skipped by Delta while a new checkpoint (new id) is
+  never mistaken for one that already wrote.
+- ``state/<batch>-<seq>``: the coordinator after batch ``<batch>`` (written last in a
+  batch). A batch starts from the newest state of an *earlier* batch, so a batch that Spark
+  runs again starts from the same state as the first time.
+- ``intent/<batch>-<seq>``: the operator commands a batch applies, fixed before it writes
   anything, so a re-run applies exactly the same ones.
-- ``commands/<time>-<id>.json``: commands from ``shardmerge unlock``, waiting for the next
-  batch. A command stays until a state records it as applied.
+- ``commands/<time>-<id>``: commands from ``shardmerge unlock``, waiting for the next batch.
+  A command stays until a state records it as applied.
+- ``failed/<seq>``: what the coordinator saw when a batch stopped the job.
+
+**How a half-written record is never read, on every filesystem.** Object stores have no
+atomic rename, so nothing here is ever renamed or overwritten. A record ``NAME`` is two
+files written in order: ``NAME.json`` (the data, created new: never an existing name),
+then the empty marker ``NAME.ok``. A reader lists the folder and reads only names that
+have a marker; a marker is created after the data file's ``close`` returned, and every
+store Spark supports (HDFS, local, S3 since its 2020 strong consistency, ABFS, GCS) shows
+a closed file whole to the next reader. A writer that dies between the two leaves a data
+file without marker: never read, removed by pruning; the re-run writes the next ``seq``.
+Deleting a record removes the marker first, so a reader never sees a marker without data.
+
+Pruning: after each state, the states of all but the newest ``KEEP`` batches and their
+intents are deleted, with superseded attempts and leftovers of dead writers.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import re
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
-__all__ = ["StateStore"]
+from pyspark.sql import SparkSession
+
+from shardmerge.errors import ShardMergeError
+from streaming.hadoop_fs import HadoopFs, join
+
+__all__ = ["StateStore", "StateStoreError"]
+
+KEEP = 20  # newest batch states kept (for `shardmerge locks` and inspection)
+_DATA, _MARK = ".json", ".ok"
+_BATCH_SEQ = re.compile(r"^(\d{12})-(\d{6})$")
 
 
-def _write_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp-{uuid.uuid4().hex}")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    with open(tmp) as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+class StateStoreError(ShardMergeError):
+    """The state under the checkpoint cannot be used as it is; the message says why."""
 
 
 class StateStore:
-    def __init__(self, checkpoint: str | Path) -> None:
-        self.root = Path(checkpoint) / "shardmerge"
+    def __init__(self, spark: SparkSession, checkpoint: str) -> None:
+        self.root = join(checkpoint, "shardmerge")
+        self.fs = HadoopFs(spark, self.root)
+
+    def uri(self, *parts: str) -> str:
+        """A location under ``CHECKPOINT/shardmerge/`` (the stash lives there too)."""
+        return join(self.root, *parts)
+
+    # --- records: write-once files + commit markers --------------------------------------
+
+    def _names(self, folder: str) -> tuple[list[str], set[str]]:
+        """(committed record names sorted, every name with a data or marker file)."""
+        files = self.fs.names(self.uri(folder))
+        data = {f[: -len(_DATA)] for f in files if f.endswith(_DATA)}
+        marks = {f[: -len(_MARK)] for f in files if f.endswith(_MARK)}
+        if folder == "state" and any(not _BATCH_SEQ.match(n) for n in data):
+            raise StateStoreError(
+                f"{self.uri(folder)} holds states of an earlier shardmerge layout; start the "
+                "job with a new checkpoint (the lake is safe: a new checkpoint writes "
+                "under its own id, nothing is skipped)"
+            )
+        return sorted(data & marks), data | marks
+
+    def _put(self, folder: str, name: str, record: Any) -> None:
+        base = self.uri(folder, name)
+        self.fs.create(base + _DATA, json.dumps(record, indent=1, default=str).encode())
+        self.fs.create(base + _MARK, b"")
+
+    def _get(self, folder: str, name: str) -> Any:
+        return json.loads(self.fs.read(self.uri(folder, name) + _DATA))
+
+    def _drop(self, folder: str, name: str) -> None:
+        base = self.uri(folder, name)
+        self.fs.delete(base + _MARK)
+        self.fs.delete(base + _DATA)
+
+    def _next(self, folder: str, prefix: str) -> str:
+        """A fresh name ``prefix-<seq>``: one past every attempt seen, committed or not."""
+        _, seen = self._names(folder)
+        used = [int(n.rsplit("-", 1)[1]) for n in seen if n.startswith(prefix + "-")]
+        return f"{prefix}-{max(used, default=0) + 1:06d}"
+
+    # --- the checkpoint's id ----------------------------------------------------------------
+
+    def app_id(self) -> str:
+        """The id of this checkpoint, created the first time it is asked for."""
+        committed, _ = self._names("app")
+        if not committed:
+            name = self._next("app", "id")
+            self._put("app", name, {"app_id": f"shardmerge-{uuid.uuid4().hex}"})
+            committed = [name]
+        app_id: str = self._get("app", committed[0])["app_id"]  # the first one, forever
+        return app_id
 
     # --- coordinator state --------------------------------------------------------------
 
-    def _states(self) -> list[int]:
-        folder = self.root / "state"
-        if not folder.is_dir():
-            return []
-        return sorted(int(p.stem) for p in folder.glob("*.json") if p.stem.isdigit())
+    def _states(self) -> dict[int, str]:
+        """batch -> its newest committed state record."""
+        committed, _ = self._names("state")
+        return {int(n[:12]): n for n in committed}  # sorted: the last attempt wins
 
     def load_before(self, batch: int) -> dict[str, Any] | None:
         """The state saved by the newest batch before ``batch`` (None for a fresh job)."""
-        earlier = [b for b in self._states() if b < batch]
+        states = self._states()
+        earlier = [b for b in states if b < batch]
         if not earlier:
             return None
-        data: dict[str, Any] = json.loads(
-            (self.root / "state" / f"{earlier[-1]:012d}.json").read_text()
-        )
+        data: dict[str, Any] = self._get("state", states[max(earlier)])
         return data
 
     def latest(self) -> tuple[int, dict[str, Any]] | None:
         states = self._states()
         if not states:
             return None
-        return states[-1], json.loads((self.root / "state" / f"{states[-1]:012d}.json").read_text())
+        batch = max(states)
+        return batch, self._get("state", states[batch])
 
     def save(self, batch: int, data: dict[str, Any]) -> None:
-        _write_atomic(self.root / "state" / f"{batch:012d}.json", data)
-        (self.root / "failed.json").unlink(missing_ok=True)
-        for old in self._states()[:-20]:  # keep a short history for inspection
-            (self.root / "state" / f"{old:012d}.json").unlink(missing_ok=True)
+        self._put("state", self._next("state", f"{batch:012d}"), data)
+        _, failures = self._names("failed")
+        for name in failures:
+            self._drop("failed", name)
+        self._prune()
+
+    def _prune(self) -> None:
+        states = self._states()
+        kept = sorted(states)[-KEEP:]
+        keep_names = {states[b] for b in kept}
+        cutoff = kept[0]
+        _, seen = self._names("state")
+        for name in seen:
+            # older batches, superseded attempts and dead writers' halves of kept ones
+            if int(name[:12]) < cutoff or (int(name[:12]) <= kept[-1] and name not in keep_names):
+                self._drop("state", name)
+        _, intents = self._names("intent")
+        for name in intents:
+            if int(name[:12]) < cutoff:
+                self._drop("intent", name)
 
     def save_failure(self, data: dict[str, Any]) -> None:
         """What the coordinator saw when a batch stopped the job (a strict conflict): for
         ``shardmerge locks`` and the operator. The batch itself runs again from the state
         before it."""
-        _write_atomic(self.root / "failed.json", data)
+        self._put("failed", self._next("failed", "failure"), data)
 
     def failure(self) -> dict[str, Any] | None:
-        path = self.root / "failed.json"
-        if not path.exists():
+        committed, _ = self._names("failed")
+        if not committed:
             return None
-        data: dict[str, Any] = json.loads(path.read_text())
+        data: dict[str, Any] = self._get("failed", committed[-1])
         return data
 
     # --- operator commands ---------------------------------------------------------------
 
     def submit(self, words: str) -> str:
         command_id = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
-        _write_atomic(
-            self.root / "commands" / f"{command_id}.json", {"id": command_id, "words": words}
-        )
+        self._put("commands", command_id, {"id": command_id, "words": words})
         return command_id
 
     def inbox(self) -> list[dict[str, str]]:
-        folder = self.root / "commands"
-        if not folder.is_dir():
-            return []
-        return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+        committed, _ = self._names("commands")
+        return [self._get("commands", name) for name in committed]
 
     def intent(self, batch: int, applied: set[str]) -> list[dict[str, str]]:
         """The commands batch ``batch`` applies: fixed the first time the batch runs."""
-        path = self.root / "intent" / f"{batch:012d}.json"
-        if path.exists():
-            fixed: list[dict[str, str]] = json.loads(path.read_text())
+        prefix = f"{batch:012d}"
+        committed, _ = self._names("intent")
+        mine = [n for n in committed if n.startswith(prefix + "-")]
+        if mine:
+            fixed: list[dict[str, str]] = self._get("intent", mine[0])
             return fixed
         chosen = [c for c in self.inbox() if c["id"] not in applied]
-        _write_atomic(path, chosen)
+        self._put("intent", self._next("intent", prefix), chosen)
         return chosen
 
     def forget_commands(self, applied: set[str]) -> None:
         for c in self.inbox():
             if c["id"] in applied:
-                (self.root / "commands" / f"{c['id']}.json").unlink(missing_ok=True)
+                self._drop("commands", c["id"])

@@ -1,4 +1,4 @@
-"""Internal: canal-json (FlatMessage) in Spark SQL; mirrors :mod:`streaming.events.canal`.
+"""Internal: canal-json (FlatMessage) in Spark SQL; mirrors :mod:`tests.oracle.canal`.
 
 How each quirk is decoded in the JVM:
 

@@ -1,6 +1,6 @@
 """Internal: Debezium MySQL (data envelope and schema-change topic) in Spark SQL.
 
-Mirrors :mod:`streaming.events.debezium` (the reference decoder) rule for rule; the order
+Mirrors :mod:`tests.oracle.debezium` (the reference decoder) rule for rule; the order
 of the checks below is the order in which the reference raises, so a record that is wrong
 in several ways gets the same reason from both. How each quirk is decoded in the JVM:
 

@@ -1,4 +1,4 @@
-"""Internal: maxwell-json in Spark SQL; mirrors :mod:`streaming.events.maxwell`.
+"""Internal: maxwell-json in Spark SQL; mirrors :mod:`tests.oracle.maxwell`.
 
 How each quirk is decoded in the JVM:
 

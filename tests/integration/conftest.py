@@ -16,7 +16,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
-from streaming.kafka_local import KafkaBroker, running
+from devkit import objectstore
+from devkit.kafka_local import KafkaBroker, running
 from streaming.spark_session import build_spark
 
 
@@ -46,3 +47,20 @@ def spark() -> Iterator[SparkSession]:
     session = build_spark("shardmerge-integration")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[objectstore.ObjectStore]:
+    """The session's S3-compatible object store (moto's server on loopback)."""
+    with objectstore.running("pytest", tmp_path_factory.mktemp("s3")) as store:
+        yield store
+
+
+@pytest.fixture
+def bucket(s3: objectstore.ObjectStore, spark: SparkSession) -> str:
+    """``s3a://<new bucket>`` on the session's object store, reachable from ``spark``
+    through the S3A settings in its Hadoop configuration (as spark.hadoop.* would be)."""
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    for key, value in s3.hadoop_conf().items():
+        conf.set(key, value)
+    return s3.create_bucket(f"it-{uuid.uuid4().hex[:12]}")

@@ -3,7 +3,7 @@
 Every fixture of ``tests/fixtures/cdc/cases.yaml`` (and the quirks listed in ``EXTRA``
 below, which the fixtures do not reach) is produced to a uuid-named topic, read back by
 Spark's Kafka source, decoded by :func:`streaming.decode.decode`, and compared with
-:func:`streaming.events.decode_py.decode_record` run on the very bytes Spark read (the
+:func:`tests.oracle.decode_py.decode_record` run on the very bytes Spark read (the
 oracle): the same events (row images compared as parsed JSON), and the same dead letters
 (same record, same field path in the reason; the same words too, except where the
 reference words come from Python's JSON parser or pydantic).
@@ -25,11 +25,12 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import DataFrame, SparkSession
 
+from devkit.kafka_local import KafkaBroker
+from schemas.events import DeadLetter
+from streaming.contract import DEAD_LETTER_SCHEMA, EVENT_SCHEMA
 from streaming.deadletter import count, write_dead_letters
 from streaming.decode import decode
-from streaming.events.contract import DEAD_LETTER_SCHEMA, EVENT_SCHEMA, DeadLetter
-from streaming.events.decode_py import decode_record
-from streaming.kafka_local import KafkaBroker
+from tests.oracle.decode_py import decode_record
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.timeout(300)]
 

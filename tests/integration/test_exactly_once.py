@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .killtest import CI_POINTS, kill_test
+from devkit.killtest import CI_POINTS, kill_test
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 import streaming._jars
+from devkit.kafka_local import KafkaBroker, running
 from streaming._jars import REPO_ROOT, JarsMissing, jars
-from streaming.kafka_local import KafkaBroker, running
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -96,7 +96,7 @@ def test_cli_start_status_stop_leaves_no_process(tmp_path: Path) -> None:
     """The broker outlives the CLI that started it; `stop` from another process ends it."""
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        cmd = [sys.executable, "-m", "streaming.kafka_local", *args, "--base-dir", str(tmp_path)]
+        cmd = [sys.executable, "-m", "devkit.kafka_local", *args, "--base-dir", str(tmp_path)]
         return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
 
     started = cli("start")

@@ -1,7 +1,7 @@
 """The real upstream end to end: scenario steps run as SQL on MariaDB shards, Debezium's
 MariaDB connector captures them on Kafka Connect, the streaming job replicates them to
 Delta; the Delta table is checked against the file's expectations and against the shards'
-own rows (``streaming/scenario/mariadb_engine.py``).
+own rows (``devkit/scenario_mariadb.py``).
 
 A time-bounded subset runs here; ``scripts/scenarios-mariadb`` runs every shipped file.
 """
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from streaming.kafka_local import KafkaBroker
-from streaming.scenario.mariadb_engine import MariaDbScenarioSession, _MariaRun
-from streaming.scenario.model import Scenario, Step, load_scenario
+from coordinator.scenario.model import Scenario, Step, load_scenario
+from devkit.kafka_local import KafkaBroker
+from devkit.scenario_mariadb import MariaDbScenarioSession, _MariaRun
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.timeout(900)]
 

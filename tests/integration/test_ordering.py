@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka import Producer
 
 from coordinator.ids import TargetId
+from devkit.debezium_build import DebeziumBuilder, Record
 from schemas import parse_create_table
 from streaming.config import (
     KafkaSettings,
@@ -22,7 +23,6 @@ from streaming.config import (
     SourceSettings,
     TargetSettings,
 )
-from streaming.events.debezium_build import DebeziumBuilder, Record
 from streaming.job import build_query
 from streaming.state_store import StateStore
 
@@ -63,7 +63,7 @@ class Pipeline:
         return sorted((r.asDict() for r in df.collect()), key=lambda r: r["id"])
 
     def lock(self) -> dict[str, Any]:
-        latest = StateStore(self.settings.checkpoint).latest()
+        latest = StateStore(self.spark, self.settings.checkpoint).latest()
         assert latest is not None
         return latest[1]["locks"][0]
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer
 
-from streaming.events.contract import DeadLetter, ShardEvent
-from streaming.events.decode_py import decode_record
-from streaming.kafka_local import KafkaBroker
-from streaming.producer import DebeziumProducer, send_workload
-from streaming.workload import sharded_workload
+from devkit.kafka_local import KafkaBroker
+from devkit.producer import DebeziumProducer, send_workload
+from devkit.workload import sharded_workload
+from schemas.events import DeadLetter, ShardEvent
+from tests.oracle.decode_py import decode_record
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
 

@@ -50,7 +50,7 @@ def test_a_change_delta_cannot_make_waits_for_the_operator(kafka, spark, tmp_pat
     df.withColumn("a", F.col("a").cast("string")).write.format("delta").mode("overwrite").option(
         "overwriteSchema", "true"
     ).save(path)
-    StateStore(p.settings.checkpoint).submit("unlock shop.t --retry")
+    StateStore(spark, p.settings.checkpoint).submit("unlock shop.t --retry")
     p.send(row(p, "t2", {"id": 6, "a": "six"}, TEXT))
     p.run()
     assert p.lock()["stage"] == "none" and p.lock()["blocked"] == []

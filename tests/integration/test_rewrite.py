@@ -35,7 +35,7 @@ def commits(spark, path: str) -> int:
 
 
 def table(spark, path: str, rows: list[tuple[int, str]], *, widening: bool = True) -> DeltaSink:
-    sink = DeltaSink(spark)
+    sink = DeltaSink(spark, "test-rewrite")
     if widening:
         sink.create(path, parse_create_table("CREATE TABLE t (id INT PRIMARY KEY, p DECIMAL(5,2))"))
     else:  # a table made by hand, without type widening

@@ -12,7 +12,7 @@ from confluent_kafka import Producer
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
-from streaming.kafka_local import KafkaBroker
+from devkit.kafka_local import KafkaBroker
 
 pytestmark = pytest.mark.timeout(180)
 

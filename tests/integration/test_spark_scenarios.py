@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from streaming.scenario.model import load_scenario
-from streaming.scenario.runner import run_memory
-from streaming.scenario.spark_engine import SparkScenarioSession
+from coordinator.scenario.model import load_scenario
+from coordinator.scenario.runner import run_memory
+from devkit.scenario_spark import SparkScenarioSession
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

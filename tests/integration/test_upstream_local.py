@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer
 
-from streaming.kafka_local import KafkaBroker
-from streaming.upstream_local import running, status
+from devkit.kafka_local import KafkaBroker
+from devkit.upstream_local import running, status
 
 pytestmark = pytest.mark.timeout(180)
 

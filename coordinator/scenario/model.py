@@ -1,0 +1,119 @@
+"""The scenario file format (see docs/scenarios.md), validated with pydantic.
+
+Validation errors name the file and the place in it (``steps[3].insert``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from shardmerge.errors import ShardMergeError
+
+__all__ = ["Expect", "Scenario", "ScenarioFileError", "Step", "load_scenario"]
+
+Stage = Literal["none", "waiting", "conflict"]
+
+
+class ScenarioFileError(ShardMergeError):
+    """A scenario file is invalid; the message names the file and where."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Extract(_Strict):
+    source_column: str | None = None
+    db_column: str | None = None
+    table_column: str | None = None
+
+
+class Update(_Strict):
+    key: dict[str, Any]
+    set: dict[str, Any]
+
+
+class Expect(_Strict):
+    """Expectations; each one left out is not checked (``error: null`` is checked)."""
+
+    columns: dict[str, str] | None = None
+    nullable: dict[str, bool] | None = None
+    primary_key: list[str] | None = None
+    rows: list[dict[str, Any]] | None = None
+    blocked: list[str] | None = None
+    locks: dict[str, Stage] | None = None
+    error: str | None = None
+
+    def checks_error(self) -> bool:
+        return "error" in self.model_fields_set
+
+
+class Step(_Strict):
+    shard: str | None = None
+    sql: str | None = None
+    insert: dict[str, Any] | None = None
+    update: Update | None = None
+    delete: dict[str, Any] | None = None
+    operator: str | None = None
+    expect: Expect | None = None
+
+    @model_validator(mode="after")
+    def _one_action(self) -> Step:
+        actions = [
+            k
+            for k in ("sql", "insert", "update", "delete", "operator", "expect")
+            if getattr(self, k) is not None
+        ]
+        if len(actions) != 1:
+            raise ValueError(
+                "a step has exactly one of sql, insert, update, delete, operator, expect; "
+                f"got {actions or 'none'}"
+            )
+        if actions[0] in ("sql", "insert", "update", "delete") and not self.shard:
+            raise ValueError(f"a {actions[0]} step needs a shard (source.db.table)")
+        if self.shard and len(self.shard.split(".")) != 3:
+            raise ValueError(f"shard is written source.db.table, got {self.shard!r}")
+        return self
+
+    @property
+    def kind(self) -> str:
+        for k in ("sql", "insert", "update", "delete", "operator", "expect"):
+            if getattr(self, k) is not None:
+                return k
+        raise AssertionError("validated step without action")
+
+
+class Scenario(_Strict):
+    name: str
+    mode: Literal["optimistic", "pessimistic"]
+    strict: bool = False
+    target: str = Field(pattern=r"^[^.\s]+\.[^.\s]+$")
+    extract: Extract | None = None
+    shards: dict[str, str]
+    steps: list[Step] = Field(default_factory=list)
+    expect: Expect | None = None
+    path: str = ""
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise ScenarioFileError(f"{path}: cannot read: {e}") from e
+    except yaml.YAMLError as e:
+        raise ScenarioFileError(f"{path}: not valid YAML: {e}") from e
+    if not isinstance(data, dict):
+        raise ScenarioFileError(f"{path}: a scenario is a mapping with name, mode, target, ...")
+    try:
+        return Scenario.model_validate({**data, "path": str(path)})
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(file)'}: {err['msg']}"
+            for err in e.errors()
+        )
+        raise ScenarioFileError(f"{path}: {problems}") from e

@@ -1,0 +1,126 @@
+"""What an engine observed at a point in time, and checking it against expectations.
+
+Every engine produces an :class:`Observation`; expectations are checked the same way for
+all of them, so engines agree by construction on what "passes" means.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator.coordinator import Coordinator
+from coordinator.ids import TargetId
+from coordinator.scenario.model import Expect
+from coordinator.scenario.values import canonical
+from schemas.ddl import parse_type
+from schemas.model import TableSchema
+from shardmerge.errors import ShardMergeError
+
+__all__ = ["Observation", "check", "observe", "row_key", "sorted_rows"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    schema: TableSchema | None
+    rows: list[dict[str, Any]]
+    locks: list[dict[str, Any]]
+    error: str | None
+
+    def columns(self) -> dict[str, str]:
+        return {c.name: c.type.type_sql() for c in self.schema.columns} if self.schema else {}
+
+    def blocked(self) -> list[str]:
+        return sorted(b for lock in self.locks for b in lock["blocked"])
+
+    def stage(self, target: str) -> str:
+        return next((lock["stage"] for lock in self.locks if lock["target"] == target), "none")
+
+
+def observe(
+    c: Coordinator,
+    target: TargetId,
+    schema: TableSchema | None,
+    rows: list[dict[str, Any]],
+    error: str | None,
+) -> Observation:
+    locks = [
+        {
+            "target": str(v.target),
+            "mode": v.mode,
+            "stage": v.stage,
+            "blocked": [str(s) for s in v.blocked],
+            "pending_ddl": [sql for _, sql, _ in v.pending_ddl],
+            **({"conflict": v.conflict} if v.conflict else {}),
+        }
+        for v in c.locks()
+    ]
+    return Observation(schema, rows, locks, error)
+
+
+def _normal_type(text: str) -> str:
+    try:
+        return parse_type(text).type_sql()
+    except ShardMergeError:
+        return text.upper()
+
+
+def row_key(row: dict[str, Any]) -> str:
+    return json.dumps(
+        {k: canonical(v) for k, v in sorted(row.items())}, sort_keys=True, default=str
+    )
+
+
+def check(expect: Expect, seen: Observation, where: str) -> list[str]:
+    """The expectations that do not hold, each as a sentence naming ``where``."""
+    failures = []
+    columns = seen.columns()
+    if expect.columns is not None:
+        want = {k: _normal_type(v) for k, v in expect.columns.items()}
+        if want != columns:
+            failures.append(f"{where}: columns {columns} != expected {want}")
+    if expect.nullable is not None and seen.schema is not None:
+        for name, nullable in expect.nullable.items():
+            col = seen.schema.column(name)
+            if col is None or col.nullable != nullable:
+                got = "missing" if col is None else col.nullable
+                failures.append(f"{where}: column {name} nullable {got} != expected {nullable}")
+    if expect.primary_key is not None:
+        got_pk = list(seen.schema.primary_key) if seen.schema else []
+        if got_pk != expect.primary_key:
+            failures.append(f"{where}: primary key {got_pk} != expected {expect.primary_key}")
+    if expect.rows is not None:
+        names = (
+            list(expect.columns)
+            if expect.columns is not None
+            else sorted({k for r in expect.rows for k in r} or set(columns))
+        )
+
+        def project(row: dict[str, Any]) -> dict[str, Any]:
+            lowered = {k.lower(): v for k, v in row.items()}
+            return {n: lowered.get(n.lower()) for n in names}
+
+        got_rows = Counter(row_key(project(r)) for r in seen.rows)
+        want_rows = Counter(row_key(project(r)) for r in expect.rows)
+        if got_rows != want_rows:
+            missing = sorted((want_rows - got_rows).elements())
+            extra = sorted((got_rows - want_rows).elements())
+            failures.append(f"{where}: rows differ; missing {missing}, unexpected {extra}")
+    if expect.blocked is not None and sorted(expect.blocked) != seen.blocked():
+        failures.append(f"{where}: blocked {seen.blocked()} != expected {sorted(expect.blocked)}")
+    if expect.locks is not None:
+        for target, stage in expect.locks.items():
+            if seen.stage(target) != stage:
+                failures.append(f"{where}: lock {target} stage {seen.stage(target)} != {stage}")
+    if expect.checks_error():
+        if expect.error is None and seen.error is not None:
+            failures.append(f"{where}: run stopped with error {seen.error!r}, expected none")
+        elif expect.error is not None and (seen.error is None or expect.error not in seen.error):
+            failures.append(f"{where}: error {seen.error!r} does not contain {expect.error!r}")
+    return failures
+
+
+def sorted_rows(seen: Observation) -> list[dict[str, Any]]:
+    return sorted(({k: canonical(v) for k, v in r.items()} for r in seen.rows), key=row_key)

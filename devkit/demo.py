@@ -1,0 +1,199 @@
+"""``shardmerge demo``: the embedded default, end to end on this machine.
+
+Starts a local Kafka broker, writes a sharded Debezium workload (8 shards of
+``shop.orders`` by default) during which two DDLs roll out shard by shard (an ADD COLUMN,
+then a RENAME COLUMN), runs the streaming job on it, prints progress and every change of
+lock stage, and ends with a summary and the path of the Delta table to inspect.
+
+The job's dashboard, ``/metrics`` and operator API are served while it runs (the URL is
+printed), and after the workload is done until Ctrl-C, so the rollout and the final state
+can be looked at; ``--exit`` stops at once instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from streaming.config import (
+    KafkaSettings,
+    OpsSettings,
+    RouteSettings,
+    Settings,
+    SinkSettings,
+    SourceSettings,
+    TargetSettings,
+)
+
+__all__ = ["cli_main"]
+
+ROOT = Path(__file__).resolve().parents[1]
+DDL_ROLLOUT = {
+    0.3: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)",
+    0.6: "ALTER TABLE {table} CHANGE note memo VARCHAR(64)",
+}
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def cli_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="shardmerge demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--rows", type=int, default=25_000, help="row changes per shard")
+    parser.add_argument("--workdir", default=str(ROOT / ".state" / "demo"))
+    parser.add_argument("--mode", choices=["optimistic", "pessimistic"], default="optimistic")
+    parser.add_argument("--trigger", default="2 seconds", help="micro-batch interval")
+    parser.add_argument("--max-offsets", type=int, default=25_000, help="records per batch")
+    parser.add_argument(
+        "--port", type=int, default=9464, help="dashboard port on 127.0.0.1 (0: any free one)"
+    )
+    parser.add_argument(
+        "--exit", action="store_true", help="stop when the workload is done (no serving)"
+    )
+    args = parser.parse_args(argv)
+
+    from devkit import kafka_local
+    from devkit.producer import DebeziumProducer, send_workload
+    from devkit.workload import sharded_workload
+    from streaming.job import build_query
+    from streaming.ops.running import start_ops
+    from streaming.spark_session import build_spark
+    from streaming.state_store import StateStore
+
+    work = Path(args.workdir)
+    shutil.rmtree(work, ignore_errors=True)
+    say(f"demo: working in {work}")
+    started = time.time()
+    with kafka_local.running("demo", work / "kafka") as broker:
+        say(f"demo: Kafka broker on {broker.bootstrap} (log {broker.log_path})")
+        settings = Settings(
+            kafka=KafkaSettings(
+                bootstrap=broker.bootstrap, max_offsets_per_trigger=args.max_offsets
+            ),
+            # The schema-change topic shares the rate limit here (no schema_pattern), so the
+            # rollout spreads over micro-batches and the lock's stages show as they change;
+            # read rate-free (as examples/job.yaml does), all DDL lands in the first batch.
+            sources=[SourceSettings(format="debezium", pattern=r"shop(\..*)?")],
+            routes=[RouteSettings(target="shop.orders", table="orders_*")],
+            targets={"shop.orders": TargetSettings(mode=args.mode)},
+            sink=SinkSettings(path=str(work / "lake")),
+            checkpoint=str(work / "checkpoint"),
+            trigger_interval=args.trigger,
+            ops=OpsSettings(port=args.port),
+        )
+        producer = DebeziumProducer(broker.bootstrap, "shop")
+        events = sharded_workload(args.shards, args.rows, ddl_at=DDL_ROLLOUT)
+        total = {"n": 0, "done": False, "error": None}
+
+        def produce() -> None:
+            try:
+                total["n"] = send_workload(producer, events)
+                producer.flush()
+            except Exception as e:
+                total["error"] = e
+            total["done"] = True
+
+        # The first events create the topics; start the job once they exist.
+        thread = threading.Thread(target=produce, name="demo-producer", daemon=True)
+        thread.start()
+        say(f"demo: producing {args.shards} shards x {args.rows:,} row changes, "
+            f"DDL rollout: {', '.join(DDL_ROLLOUT.values())}")  # fmt: skip
+        time.sleep(3)
+        spark = build_spark("shardmerge-demo")
+        query, processor = build_query(spark, settings)
+        say("demo: streaming job started (Spark Structured Streaming, foreachBatch)")
+        try:
+            ops = start_ops(spark, processor, query)
+        except OSError as e:  # the port is taken (another demo?): any free one will do
+            say(f"demo: port {args.port} is not free ({e}); the dashboard takes another")
+            ops = start_ops(spark, processor, query, OpsSettings(port=0))
+        say(f"demo: dashboard {ops.url}  (metrics {ops.url}metrics)")
+        store = StateStore(spark, settings.checkpoint)
+        last_batch, last_stage, idle = -1, None, 0
+        try:
+            while True:
+                time.sleep(1)
+                if query.exception() is not None:
+                    raise RuntimeError(str(query.exception()))
+                latest = store.latest()
+                if latest is not None and latest[0] != last_batch:
+                    last_batch, data = latest
+                    last_stage = _report(data, last_stage, producer.sent)
+                status = query.status
+                caught_up = not status["isDataAvailable"] and not status["isTriggerActive"]
+                idle = idle + 1 if total["done"] and caught_up else 0
+                if idle >= 3:
+                    break
+            if total["error"] is not None:
+                raise RuntimeError(f"the producer failed: {total['error']}")
+            _summary(spark, settings, store, total["n"], time.time() - started)
+            if not args.exit:
+                _serve(query, ops.url)
+        finally:
+            ops.stop()
+            query.stop()
+        spark.stop()
+    return 0
+
+
+def _serve(query: Any, url: str) -> None:
+    """Keep the job (and its dashboard) running until Ctrl-C: operator commands from the
+    page still apply, at the next micro-batch that new records start."""
+    say("")
+    say(f"demo: the dashboard keeps serving at {url} -- Ctrl-C to stop (--exit: no serving)")
+    try:
+        while query.exception() is None:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        say("demo: stopping")
+        return
+    raise RuntimeError(str(query.exception()))
+
+
+def _report(data: dict[str, Any], last_stage: str | None, sent: int) -> str:
+    stats = data["stats"]
+    lock = (
+        data["locks"][0] if data["locks"] else {"stage": "none", "blocked": [], "pending_ddl": []}
+    )
+    say(
+        f"batch {stats['batch']:>4}: {stats['events']:>7,} events, {stats['written']:>7,} "
+        f"written, {stats['held']:>6,} held, {stats['replayed']:>6,} replayed | lock "
+        f"{lock['stage']}, {len(lock['blocked'])} shard(s) held | produced {sent:,}"
+    )
+    for ddl in stats["downstream_ddl"]:
+        say(f"           downstream DDL: {ddl}")
+    if lock["stage"] != last_stage:
+        held = ", ".join(lock["blocked"][:4]) + (" ..." if len(lock["blocked"]) > 4 else "")
+        say(f"           lock stage is now {lock['stage']}" + (f" (held: {held})" if held else ""))
+    stage: str = lock["stage"]
+    return stage
+
+
+def _summary(spark: Any, settings: Settings, store: Any, produced: int, elapsed: float) -> None:
+    from coordinator.ids import TargetId
+
+    path = settings.table_path(TargetId("shop", "orders"))
+    df = spark.read.format("delta").load(path)
+    rows = df.count()
+    dead = 0
+    if Path(settings.dead_letters()).exists():
+        dead = spark.read.format("delta").load(settings.dead_letters()).count()
+    latest = store.latest()
+    lock = latest[1]["locks"][0] if latest and latest[1]["locks"] else {}
+    say("")
+    say("demo: done")
+    say(f"  produced        {produced:,} events in {elapsed:.0f} s (end to end)")
+    say(f"  Delta table     {path}")
+    say(f"  rows            {rows:,}")
+    columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in df.schema.fields)
+    say(f"  columns         {columns}")
+    say(f"  lock            {lock.get('stage', 'none')}, held: {lock.get('blocked') or 'none'}")
+    say(f"  dead letters    {dead}")
+    say(f"  inspect         pyspark: spark.read.format('delta').load('{path}')")

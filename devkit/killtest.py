@@ -1,0 +1,228 @@
+"""Exactly once under kill -9: the harness shared by the CI test and ``scripts/kill-test``.
+
+A DDL-heavy sharded workload (ADD COLUMN, then a column rename, then a DECIMAL widening,
+rolled out shard by shard) is produced once. The job then runs as a separate process with
+``--available-now`` and small micro-batches; each run is killed with SIGKILL at a named
+point of the foreachBatch protocol (``streaming/faults.py``), and the next run restarts
+from the checkpoint. A last run finishes. The Delta table must then equal the oracle, the
+union of the shards' final rows: nothing lost, nothing duplicated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+DDL = {
+    0.2: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)",
+    0.45: "ALTER TABLE {table} CHANGE note memo VARCHAR(64)",
+    0.7: "ALTER TABLE {table} MODIFY amount DECIMAL(12,2) NOT NULL",
+}
+CI_POINTS = [
+    "after_decode:2",
+    "after_rows:3",
+    "after_ddl:2",
+    "after_release:1",
+    "before_state:4",
+    "after_state:3",
+]
+
+
+@dataclass
+class Report:
+    runs: list[tuple[str, int, float]] = field(default_factory=list)
+    rows: int = 0
+    expected: int = 0
+    missing: list[Any] = field(default_factory=list)
+    unexpected: list[Any] = field(default_factory=list)
+    duplicated_keys: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.unexpected and not self.duplicated_keys
+
+
+def produce(bootstrap: str, source: str, shards: int, rows: int) -> dict[Any, dict[str, Any]]:
+    """Write the workload; return the oracle: final rows by primary key."""
+    from devkit.producer import DebeziumProducer
+    from devkit.workload import sharded_workload
+    from schemas import parse_ddl
+    from schemas.changes import AlterTable, ChangeColumn
+
+    producer = DebeziumProducer(bootstrap, source)
+    oracle: dict[Any, dict[str, Any]] = {}
+    table_of: dict[Any, tuple[str, str]] = {}
+    for ev in sharded_workload(shards, rows, ddl_at=DDL, seed=7):
+        if ev.kind == "row" and ev.after is not None:
+            table_of[ev.after["id"]] = (ev.db, ev.table)
+        if ev.kind == "ddl":
+            # A rename moves the values of the shard's existing rows to the new name.
+            for change in parse_ddl(ev.statement or ""):
+                for spec in change.specs if isinstance(change, AlterTable) else ():
+                    if isinstance(spec, ChangeColumn):
+                        for key, row in oracle.items():
+                            if table_of.get(key) == (ev.db, ev.table) and spec.old_name in row:
+                                row[spec.column.name] = row.pop(spec.old_name)
+        if ev.kind == "row":
+            producer.row(ev.db, ev.table, ev.op, ev.before, ev.after, ev.schema)  # type: ignore[arg-type]
+            if ev.op == "d":
+                assert ev.before is not None
+                oracle.pop(ev.before["id"], None)
+            else:
+                assert ev.after is not None
+                if ev.before is not None and ev.before["id"] != ev.after["id"]:
+                    oracle.pop(ev.before["id"], None)
+                oracle[ev.after["id"]] = dict(ev.after)
+        else:
+            producer.ddl(ev.db, ev.table, ev.statement or "", ev.schema)
+    producer.flush()
+    return oracle
+
+
+def write_config(
+    path: Path, bootstrap: str, source: str, lake: str, checkpoint: str, max_offsets: int
+) -> None:
+    # The schema-change topic shares the rate limit here (no schema_pattern): DDLs then
+    # spread over many micro-batches and every protocol point, DDL and release included,
+    # is reached in many runs. Read rate-free, all DDL comes in the first batch.
+    path.write_text(
+        f"""kafka:
+  bootstrap: "{bootstrap}"
+  max_offsets_per_trigger: {max_offsets}
+sources:
+  - format: debezium
+    pattern: '{source}(\\..*)?'
+routes:
+  - target: shop.orders
+    table: 'orders_*'
+sink: {{path: "{lake}"}}
+checkpoint: "{checkpoint}"
+"""
+    )
+
+
+def run_job(
+    config: Path, crash_at: str | None, log: Path, extra_env: dict[str, str] | None = None
+) -> int:
+    env = dict(os.environ, **(extra_env or {}))
+    env.pop("SHARDMERGE_CRASH_AT", None)
+    if crash_at:
+        env["SHARDMERGE_CRASH_AT"] = crash_at
+    with open(log, "ab") as out:
+        proc = subprocess.run(
+            [sys.executable, "-m", "streaming.job", "--config", str(config), "--available-now"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=900,
+        )
+    return proc.returncode
+
+
+def canon(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return format(value.normalize(), "f")
+    if hasattr(value, "isoformat"):
+        return value.isoformat(sep=" ") if hasattr(value, "hour") else value.isoformat()
+    return value
+
+
+def compare(spark: Any, lake: str, oracle: dict[Any, dict[str, Any]]) -> Report:
+    """The Delta table ``LAKE/shop/orders`` against the oracle (``lake``: a URI)."""
+    report = Report(expected=len(oracle))
+    df = spark.read.format("delta").load(f"{lake.rstrip('/')}/shop/orders")
+    columns = [f.name for f in df.schema.fields]
+    got = [r.asDict() for r in df.collect()]
+    report.rows = len(got)
+    ids = [r["id"] for r in got]
+    report.duplicated_keys = len(ids) - len(set(ids))
+
+    def key(row: dict[str, Any]) -> tuple[Any, ...]:
+        lowered = {k.lower(): v for k, v in row.items()}
+        return tuple((c, canon(lowered.get(c.lower()))) for c in sorted(columns))
+
+    have = {key(r) for r in got}
+    want = {key(r) for r in oracle.values()}
+    report.missing = sorted(want - have, key=str)[:5]
+    report.unexpected = sorted(have - want, key=str)[:5]
+    if len(want - have) or len(have - want):
+        report.missing.append(f"{len(want - have)} missing in all")
+        report.unexpected.append(f"{len(have - want)} unexpected in all")
+    return report
+
+
+def kill_test(
+    bootstrap: str, work: Path, points: list[str], *, shards: int = 4, rows: int = 400,
+    max_offsets: int = 300, spark: Any = None, source: str = "kt",
+    storage: str | None = None, extra_env: dict[str, str] | None = None,
+) -> Report:  # fmt: skip
+    """``storage``: a URI under which lake and checkpoint go (default: ``work``), e.g. a
+    bucket; ``extra_env`` reaches the job (e.g. ``PYSPARK_SUBMIT_ARGS`` with S3A conf)."""
+    work.mkdir(parents=True, exist_ok=True)
+    oracle = produce(bootstrap, source, shards, rows)
+    config = work / "job.yaml"
+    base = (storage or str(work)).rstrip("/")
+    lake = f"{base}/lake"
+    write_config(config, bootstrap, source, lake, f"{base}/checkpoint", max_offsets)
+    report = Report()
+    log = work / "job.log"
+    for point in [*points, None]:
+        started = time.time()
+        code = run_job(config, point, log, extra_env)
+        report.runs.append((point or "(no crash)", code, time.time() - started))
+        print(f"  run crash_at={point or '-':18} exit {code:>3} in {time.time() - started:5.1f}s",
+              file=sys.stderr, flush=True)  # fmt: skip
+        if point is None and code != 0:
+            raise RuntimeError(f"the final run failed with exit {code}; see {log}")
+    if spark is None:
+        from streaming.spark_session import build_spark
+
+        spark = build_spark("shardmerge-killtest")
+    final = compare(spark, lake, oracle)
+    final.runs = report.runs
+    return final
+
+
+def main() -> int:
+    from devkit import kafka_local
+    from streaming.faults import POINTS
+
+    parser = argparse.ArgumentParser(description="kill -9 the job at many points, check the table")
+    parser.add_argument("--points", type=int, default=20, help="number of kills")
+    parser.add_argument("--rows", type=int, default=1500, help="row changes per shard")
+    parser.add_argument("--shards", type=int, default=8, help="shard tables")
+    parser.add_argument("--workdir", default=str(ROOT / ".state" / "killtest"))
+    args = parser.parse_args()
+    work = Path(args.workdir)
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)
+    # Every protocol point in turn, at its first or second occurrence in a run: a run that
+    # starts late in the workload may not reach a point a third time (it would then finish
+    # without being killed; the report counts the kills that happened).
+    points = [f"{POINTS[i % len(POINTS)]}:{1 + (i // len(POINTS)) % 2}" for i in range(args.points)]
+    with kafka_local.running("killtest", work / "kafka") as broker:
+        report = kill_test(
+            broker.bootstrap, work / "job", points, shards=args.shards, rows=args.rows,
+            max_offsets=250,
+        )  # fmt: skip
+    killed = sum(1 for _, code, _ in report.runs if code == -9)
+    print(f"kills: {killed} of {len(points)} runs died by SIGKILL (others finished first)")
+    print(f"rows: {report.rows} in Delta, {report.expected} expected (oracle)")
+    print(f"missing: {report.missing or 0}; unexpected: {report.unexpected or 0}; "
+          f"duplicated keys: {report.duplicated_keys}")  # fmt: skip
+    print("OK: zero lost, zero duplicated" if report.ok else "FAILED")
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,415 @@
+"""The mariadb engine: scenario steps run as SQL on real MariaDB shards, Debezium's MariaDB
+connector (Kafka Connect) captures them, and the real streaming job replicates them to
+Delta.
+
+Per file: every source's databases are dropped, the file's shard tables are created as
+written, and one connector per source starts (``snapshot.mode=initial``) with a
+per-file topic prefix, so files share the servers, the Connect worker, the broker and the
+Spark session without sharing topics. Steps run on the shard's own server: DDL as
+written, structured DML as INSERT/UPDATE/DELETE. Before the job runs (an expectation, an
+operator step, the end), the engine waits until Debezium has captured everything
+executed so far: it bumps a marker row on each source and waits for that change on the
+marker's topic (the job does not subscribe to it).
+
+Besides the file's expectations, the end state is checked against an **oracle read from
+the shards themselves**: the union of ``SELECT *`` of every routed table, projected onto
+the downstream columns (a column a shard lacks takes its default or NULL; extract columns
+take the shard's names). The oracle is compared only when the downstream should equal it:
+no error, no lock, no operator step (a skipped or replaced DDL makes them differ on
+purpose).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from coordinator.ids import ShardId
+from coordinator.routing import TableKind
+from coordinator.scenario.model import Scenario, Step
+from coordinator.scenario.observe import Observation, row_key
+from coordinator.scenario.runner import ScenarioResult
+from coordinator.scenario.values import fill_value
+from devkit.scenario_spark import SparkScenarioSession, _Run, run_in_session
+from schemas.model import quote
+from shardmerge.errors import ShardMergeError
+from streaming.config import ExtractSettings, RouteSettings
+
+__all__ = ["MariaDbScenarioSession", "dml_sql", "run_mariadb_files"]
+
+MARKER_DB = "shardmerge_ctl"
+SYSTEM_DBS = {"information_schema", "mysql", "performance_schema", "sys"}
+CAPTURE_TIMEOUT_S = 90.0
+
+
+class MariaDbRefused(ShardMergeError):
+    """A MariaDB server refused a step's statement."""
+
+
+def dml_sql(table: str, step: Step) -> tuple[str, list[Any]]:
+    """The SQL statement and parameters of a structured ``insert``/``update``/``delete``."""
+    if step.insert is not None:
+        cols = list(step.insert)
+        marks = ", ".join(["%s"] * len(cols))
+        names = ", ".join(quote(c) for c in cols)
+        return f"INSERT INTO {quote(table)} ({names}) VALUES ({marks})", list(step.insert.values())
+    if step.update is not None:
+        sets = ", ".join(f"{quote(c)} = %s" for c in step.update.set)
+        where = " AND ".join(f"{quote(c)} <=> %s" for c in step.update.key)
+        params = [*step.update.set.values(), *step.update.key.values()]
+        return f"UPDATE {quote(table)} SET {sets} WHERE {where}", params
+    if step.delete is not None:
+        where = " AND ".join(f"{quote(c)} <=> %s" for c in step.delete)
+        return f"DELETE FROM {quote(table)} WHERE {where}", list(step.delete.values())
+    raise ValueError(f"not a DML step: {step}")
+
+
+def scenario_sources(scenario: Scenario) -> list[str]:
+    names = [*scenario.shards, *(s.shard for s in scenario.steps if s.shard)]
+    return sorted({ShardId.parse(n).source for n in names})
+
+
+def scenario_dbs(scenario: Scenario) -> list[str]:
+    names = [*scenario.shards, *(s.shard for s in scenario.steps if s.shard)]
+    return sorted({ShardId.parse(n).db for n in names})
+
+
+class MariaDbScenarioSession(SparkScenarioSession):
+    """One broker, one Spark session and one MariaDB + Debezium upstream for many files."""
+
+    def __init__(
+        self,
+        workdir: str | Path | None = None,
+        broker: Any = None,
+        upstream: Any = None,
+        sources: tuple[str, ...] = ("s1", "s2"),
+    ) -> None:
+        super().__init__(workdir, broker)
+        from devkit import upstream_local
+
+        self.upstream = upstream or self._stack.enter_context(
+            upstream_local.running(
+                self.broker.bootstrap,
+                sources=sources,
+                name="scenarios",
+                base_dir=self.workdir / "upstream",
+            )
+        )
+
+    def run(self, scenario: Scenario) -> ScenarioResult:
+        return _MariaRun(self, scenario).run()
+
+
+class _MariaRun(_Run):
+    engine = "mariadb"
+
+    def __init__(self, session: MariaDbScenarioSession, scenario: Scenario) -> None:
+        super().__init__(session, scenario)
+        self.up = session.upstream
+        self.sources = scenario_sources(scenario)
+        self.dbs = scenario_dbs(scenario)
+        extract = ExtractSettings(**(scenario.extract.model_dump() if scenario.extract else {}))
+        # Every topic of this file but the marker's and the schema history's.
+        pattern = f"{self.run_id}_[^.]+(?<!-schemahistory)(\\.(?!{MARKER_DB}\\.).+)?"
+        self.settings = self.job_settings(
+            pattern,
+            [RouteSettings(target=scenario.target, db=db, extract=extract) for db in self.dbs],
+        )
+        self.connectors: list[str] = []
+        self.marker = 0
+        self.consumer: Any = None
+        self.seen_marker: dict[str, int] = {}
+        self.last_ddl: tuple[str, float] | None = None
+
+    # --- the upstream ------------------------------------------------------------------
+
+    def server(self, source: str) -> Any:
+        server = self.up.servers.get(source)
+        if server is None:
+            have = ", ".join(sorted(self.up.servers))
+            raise ShardMergeError(
+                f"{self.scenario.path}: source {source} has no MariaDB server (running: {have});"
+                " start the upstream with it (--sources)"
+            )
+        return server
+
+    def execute(self, shard: ShardId, sql: str, params: list[Any] | None = None) -> None:
+        import pymysql
+
+        conn = self.server(shard.source).connect(shard.db)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, params)
+        except pymysql.MySQLError as e:
+            raise MariaDbRefused(f"MariaDB {shard.source} ({shard.db}) refused {sql!r}: {e}") from e
+        finally:
+            conn.close()
+
+    def begin(self) -> None:
+        self.create_tables()
+        self.start_capture()
+
+    def create_tables(self) -> None:
+        """A clean slate on each source, then the file's databases and shard tables."""
+        for source in self.sources:
+            conn = self.server(source).connect()
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SHOW DATABASES")
+                    for (db,) in cur.fetchall():
+                        if db.lower() not in SYSTEM_DBS:
+                            cur.execute(f"DROP DATABASE {quote(db)}")
+                    cur.execute(f"CREATE DATABASE {quote(MARKER_DB)}")
+                    cur.execute(
+                        f"CREATE TABLE {quote(MARKER_DB)}.marker (id INT PRIMARY KEY, n BIGINT)"
+                    )
+                    cur.execute(f"INSERT INTO {quote(MARKER_DB)}.marker VALUES (1, 0)")
+                    for db in self.dbs:
+                        cur.execute(f"CREATE DATABASE {quote(db)}")
+            finally:
+                conn.close()
+        from schemas.ddl import parse_create_table
+
+        for name, sql in self.scenario.shards.items():
+            shard = ShardId.parse(name)
+            self.upstream.create(shard, parse_create_table(sql))
+            self.execute(shard, sql)
+
+    def start_capture(self) -> None:
+        """One connector per source; rows already in the tables arrive as a snapshot."""
+        self.subscribe_markers()
+        for source in self.sources:
+            self.connectors.append(
+                self.up.add_connector(
+                    source, run_prefix=f"{self.run_id}_", bootstrap=self.s.broker.bootstrap
+                )
+            )
+
+    def step(self, step: Step) -> None:
+        if step.kind in ("operator", "expect"):
+            super().step(step)
+            return
+        shard = ShardId.parse(step.shard or "")
+        self.space(shard.source)
+        if step.kind == "sql":
+            assert step.sql is not None
+            self.upstream.ddl(shard, step.sql)
+            self.execute(shard, step.sql)
+            self.last_ddl = (shard.source, time.time())
+        else:
+            self.upstream.step(shard, step)  # an impossible step is an invalid file
+            self.execute(shard, *dml_sql(shard.table, step))
+
+    def space(self, source: str) -> None:
+        """MariaDB's binlog stamps events in whole seconds, and across sources the job can
+        only go by that time: an event of another source in the same second as a DDL could
+        be taken for one before it. A step on another source than the last DDL's waits for
+        the next second, so that the file's order is the order the job sees."""
+        now = time.time()
+        last = self.last_ddl
+        if last is not None and last[0] != source and int(now) == int(last[1]):
+            time.sleep(int(now) + 1.02 - now)
+
+    # --- waiting for Debezium -----------------------------------------------------------
+
+    def marker_topic(self, source: str) -> str:
+        return f"{self.run_id}_{source}.{MARKER_DB}.marker"
+
+    def subscribe_markers(self) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.s.broker.bootstrap})
+        topics = [self.marker_topic(s) for s in self.sources]
+        for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
+            future.result(30)
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": self.s.broker.bootstrap,
+                "group.id": f"shardmerge-markers-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+            }
+        )
+        self.consumer.assign([TopicPartition(t, 0, OFFSET_BEGINNING) for t in topics])
+
+    def wait_captured(self) -> None:
+        """Return once Debezium has put every statement executed so far on Kafka."""
+        self.marker += 1
+        for source in self.sources:
+            self.execute(
+                ShardId(source, MARKER_DB, "marker"),
+                "UPDATE marker SET n = %s WHERE id = 1",
+                [self.marker],
+            )
+        deadline = time.monotonic() + CAPTURE_TIMEOUT_S
+        while any(self.seen_marker.get(s, -1) < self.marker for s in self.sources):
+            if time.monotonic() > deadline:
+                late = [s for s in self.sources if self.seen_marker.get(s, -1) < self.marker]
+                raise ShardMergeError(
+                    f"Debezium did not capture source(s) {', '.join(late)} within "
+                    f"{CAPTURE_TIMEOUT_S:.0f} s; see the Connect log {self.up.connect_log}"
+                )
+            msg = self.consumer.poll(0.5)
+            if msg is None or msg.error() or msg.value() is None:
+                continue
+            source = msg.topic()[len(self.run_id) + 1 :].split(".", 1)[0]
+            value = json.loads(msg.value())
+            after = (value.get("payload", value) or {}).get("after") or {}
+            self.seen_marker[source] = max(self.seen_marker.get(source, -1), int(after["n"]))
+
+    def catch_up(self) -> None:
+        if self.error is None:
+            self.wait_captured()
+        super().catch_up()
+
+    # --- the end ---------------------------------------------------------------------------
+
+    def run(self) -> ScenarioResult:
+        try:
+            return super().run()
+        finally:
+            for name in self.connectors:
+                try:
+                    self.up.remove_connector(name)
+                except Exception as e:  # cleanup goes on
+                    print(f"    could not remove connector {name}: {e}", file=sys.stderr)
+            if self.consumer is not None:
+                self.consumer.close()
+
+    def finish(self, seen: Observation) -> list[str]:
+        reason = self.oracle_skipped(seen)
+        if reason:
+            print(f"    oracle not compared: {reason}", file=sys.stderr)
+            return []
+        assert seen.schema is not None
+        want = Counter(row_key(r) for r in self.oracle(seen))
+        got = Counter(row_key(r) for r in seen.rows)
+        if want == got:
+            print(f"    oracle: the {len(seen.rows)} downstream rows equal the shards' own rows",
+                  file=sys.stderr)  # fmt: skip
+            return []
+        missing = sorted((want - got).elements())
+        extra = sorted((got - want).elements())
+        return [f"oracle (the shards' own rows) differs; missing {missing}, unexpected {extra}"]
+
+    def oracle_skipped(self, seen: Observation) -> str | None:
+        if seen.schema is None:
+            return "no downstream table"
+        if seen.error is not None:
+            return "the run stopped with an error"
+        if any(lock["stage"] != "none" or lock["blocked"] for lock in seen.locks):
+            return "a lock is open"
+        if any(step.operator for step in self.scenario.steps):
+            return "an operator step changed what reaches the downstream"
+        dropped = self.dropped_shards()
+        if dropped:
+            return f"shard table(s) {', '.join(dropped)} were dropped (their rows stay downstream)"
+        kept = [c for c in self.dropped_columns() if seen.schema.has_column(c)]
+        if kept:
+            return (
+                f"column(s) {', '.join(kept)} dropped on a shard stay downstream with the "
+                "values the shard had (a DROP COLUMN waits for the last shard)"
+            )
+        return None
+
+    def step_changes(self) -> Iterator[tuple[ShardId, Any]]:
+        """Every schema change of the file's DDL steps, with the step's shard."""
+        from schemas.ddl import parse_ddl
+        from schemas.errors import DDLError
+
+        for step in self.scenario.steps:
+            if not step.sql or not step.shard:
+                continue
+            try:
+                changes = parse_ddl(step.sql)
+            except DDLError:
+                continue
+            for change in changes:
+                yield ShardId.parse(step.shard), change
+
+    def dropped_shards(self) -> list[str]:
+        """Routed shard tables a step dropped (DROP TABLE, DROP DATABASE)."""
+        from schemas.changes import DropDatabase, DropTable
+
+        router = self.settings.router()
+        out = []
+        for at, change in self.step_changes():
+            if isinstance(change, DropDatabase):
+                out.append(f"{at.source}.{change.name}.*")
+            elif isinstance(change, DropTable):
+                shard = ShardId(at.source, change.table.db or at.db, change.table.table)
+                if router.kind(shard) is TableKind.SHARD and router.route(shard):
+                    out.append(str(shard))
+        return out
+
+    def dropped_columns(self) -> list[str]:
+        from schemas.changes import AlterTable, DropColumn
+
+        return [
+            spec.name
+            for _, change in self.step_changes()
+            if isinstance(change, AlterTable)
+            for spec in change.specs
+            if isinstance(spec, DropColumn)
+        ]
+
+    def oracle(self, seen: Observation) -> list[dict[str, Any]]:
+        """The shards' own rows, projected onto the downstream columns."""
+        assert seen.schema is not None
+        router = self.settings.router()
+        extract = self.scenario.extract
+        names = {
+            getattr(extract, f): f for f in ("source_column", "db_column", "table_column")
+        } if extract else {}  # fmt: skip
+        rows: list[dict[str, Any]] = []
+        for source in self.sources:
+            conn = self.server(source).connect()
+            try:
+                with conn.cursor() as cur:
+                    for db in self.dbs:
+                        cur.execute("SELECT table_name FROM information_schema.tables "
+                                    "WHERE table_schema = %s", [db])  # fmt: skip
+                        for (table,) in cur.fetchall():
+                            shard = ShardId(source, db, table)
+                            if router.kind(shard) is not TableKind.SHARD or not router.route(shard):
+                                continue
+                            cur.execute(f"SELECT * FROM {quote(db)}.{quote(table)}")
+                            cols = [d[0].lower() for d in cur.description]
+                            for values in cur.fetchall():
+                                row = dict(zip(cols, values, strict=True))
+                                rows.append(self.project(row, shard, seen, names))
+            finally:
+                conn.close()
+        return rows
+
+    @staticmethod
+    def project(
+        row: dict[str, Any], shard: ShardId, seen: Observation, extract: dict[str | None, str]
+    ) -> dict[str, Any]:
+        assert seen.schema is not None
+        out = {}
+        for col in seen.schema.columns:
+            kind = extract.get(col.name)
+            if kind is not None:
+                out[col.name] = {
+                    "source_column": shard.source,
+                    "db_column": shard.db,
+                    "table_column": shard.table,
+                }[kind]
+            elif col.key in row:
+                out[col.name] = row[col.key]
+            else:
+                out[col.name] = fill_value(col)
+        return out
+
+
+def run_mariadb_files(scenarios: list[Scenario]) -> Iterator[ScenarioResult]:
+    sources = sorted({s for scenario in scenarios for s in scenario_sources(scenario)})
+    with MariaDbScenarioSession(sources=tuple(sources) or ("s1",)) as session:
+        yield from run_in_session(session, scenarios, "mariadb")

@@ -1,0 +1,186 @@
+"""A sharded workload: interleaved inserts, updates and deletes on many shards of one
+logical table, with DDL statements rolled out shard by shard, as a DM-style sharded
+migration sees them. Deterministic for a given seed. Feeds :mod:`devkit.producer`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal, NamedTuple
+
+from schemas import apply, parse_create_table, parse_ddl
+from schemas.changes import AlterTable, ChangeColumn, RenameColumn
+from schemas.model import Column, TableSchema, name_key
+
+__all__ = ["BASE_TABLE_SQL", "WorkloadEvent", "shard_name", "sharded_workload"]
+
+BASE_TABLE_SQL = (
+    "CREATE TABLE {table} (id BIGINT NOT NULL AUTO_INCREMENT, user_id INT NOT NULL, "
+    "status VARCHAR(16) NOT NULL DEFAULT 'NEW', amount DECIMAL(10,2) NOT NULL, "
+    "created DATETIME(3) NOT NULL, PRIMARY KEY (id))"
+)
+STATUSES = ("NEW", "PAID", "SHIPPED", "DONE", "CANCELLED")
+# A shard's DDL fires once its own progress passes fraction + STAGGER * index / shards: the
+# rollout over all shards spans STAGGER of the workload, the way an operator's runs do.
+STAGGER = 0.05
+_START = dt.datetime(2024, 1, 1)
+# A column's value maker: (column name, (rng.random, row id) -> value).
+Faker = tuple[str, Callable[[Callable[[], float], int], Any]]
+
+
+class WorkloadEvent(NamedTuple):
+    """One upstream change: a row change (``kind="row"``) or a DDL statement."""
+
+    kind: Literal["row", "ddl"]
+    db: str
+    table: str
+    schema: TableSchema | None  # the table's schema for rows; the schema after, for DDL
+    op: Literal["c", "u", "d"] | None = None
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    statement: str | None = None
+
+
+def shard_name(i: int) -> tuple[str, str]:
+    """Shard ``i``'s ``(db, table)``: eight databases, ``orders_{i//8}`` in each."""
+    return f"db_{i % 8}", f"orders_{i // 8}"
+
+
+@dataclass
+class _Shard:
+    index: int
+    db: str
+    table: str
+    schema: TableSchema
+    next_id: int
+    ddl: list[tuple[float, str]]
+    done: int = 0
+    rows: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    live: list[int] = dataclasses.field(default_factory=list)
+    fakers: list[Faker] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.fakers = [(c.name, _faker(c)) for c in self.schema.columns]
+
+
+def sharded_workload(
+    shards: int,
+    rows_per_shard: int,
+    *,
+    ddl_at: dict[float, str] | None = None,
+    seed: int = 0,
+    create: bool = True,
+) -> Iterator[WorkloadEvent]:
+    """``rows_per_shard`` row changes on each of ``shards`` shards, round robin.
+
+    About 60% inserts, 25% updates, 15% deletes. ``ddl_at`` maps a fraction of progress to
+    a statement (``{table}`` and ``{db}`` are filled per shard); each shard runs it when
+    its progress passes the fraction (staggered by shard, see :data:`STAGGER`), and its
+    later rows follow the new schema. With ``create``, each shard starts with its
+    ``CREATE TABLE``. Primary keys are unique across shards.
+    """
+    rng = random.Random(seed)
+    plan = sorted((ddl_at or {}).items())
+    state = []
+    for i in range(shards):
+        db, table = shard_name(i)
+        schema = parse_create_table(BASE_TABLE_SQL.format(table=table))
+        shard = _Shard(i, db, table, schema, i * 1_000_000_000 + 1, list(plan))
+        state.append(shard)
+        if create:
+            yield WorkloadEvent("ddl", db, table, schema, statement=schema.to_sql(table))
+    for step in range(rows_per_shard):
+        for shard in state:
+            while shard.ddl and step >= (shard.ddl[0][0] + STAGGER * shard.index / shards) * (
+                rows_per_shard
+            ):
+                _, template = shard.ddl.pop(0)
+                yield _run_ddl(shard, template.format(table=shard.table, db=shard.db))
+            yield _row(shard, rng)
+
+
+def _row(shard: _Shard, rng: random.Random) -> WorkloadEvent:
+    rand = rng.random
+    r = rand()
+    schema = shard.schema
+    if not shard.live or r < 0.6:
+        row_id = shard.next_id
+        shard.next_id += 1
+        row = {name: fake(rand, row_id) for name, fake in shard.fakers}
+        row["id"] = row_id
+        shard.rows[row_id] = row
+        shard.live.append(row_id)
+        return WorkloadEvent("row", shard.db, shard.table, schema, "c", None, row)
+    k = int(rand() * len(shard.live))
+    row_id = shard.live[k]
+    before = shard.rows[row_id]
+    if r < 0.85:
+        after = dict(before)
+        fakers = shard.fakers
+        for _ in range(2):  # one or two columns (the same one twice is fine)
+            name, fake = fakers[1 + int(rand() * (len(fakers) - 1))]
+            after[name] = fake(rand, row_id)
+        shard.rows[row_id] = after
+        return WorkloadEvent("row", shard.db, shard.table, schema, "u", before, after)
+    shard.live[k] = shard.live[-1]
+    shard.live.pop()
+    del shard.rows[row_id]
+    return WorkloadEvent("row", shard.db, shard.table, schema, "d", before, None)
+
+
+def _run_ddl(shard: _Shard, statement: str) -> WorkloadEvent:
+    old = shard.schema
+    for change in parse_ddl(statement):
+        shard.schema = apply(change, shard.schema)
+        if isinstance(change, AlterTable):
+            _migrate(shard, old, change)
+    shard.fakers = [(c.name, _faker(c)) for c in shard.schema.columns]
+    return WorkloadEvent("ddl", shard.db, shard.table, shard.schema, statement=statement)
+
+
+def _migrate(shard: _Shard, old: TableSchema, change: AlterTable) -> None:
+    """Rewrite the shard's live rows to the new schema, as MySQL does to the table."""
+    renamed = {}
+    for spec in change.specs:
+        if isinstance(spec, ChangeColumn):
+            renamed[name_key(spec.column.name)] = spec.old_name
+        elif isinstance(spec, RenameColumn):
+            renamed[name_key(spec.new_name)] = spec.old_name
+    fills = {}
+    for col in shard.schema.columns:
+        source = renamed.get(col.key, col.name)
+        have = old.column(source)
+        fills[col.name] = have.name if have is not None else None
+    for row_id, row in shard.rows.items():
+        shard.rows[row_id] = {
+            name: (row.get(src) if src is not None else None) for name, src in fills.items()
+        }
+
+
+def _faker(col: Column) -> Callable[[Callable[[], float], int], Any]:
+    """A function ``(rand, row id) -> value`` for the column; ``rand`` is ``rng.random``,
+    the cheapest draw (the workload must outrun the producer)."""
+    t = col.type.base
+    if col.key == "status":
+        return lambda rand, n: STATUSES[int(rand() * len(STATUSES))]
+    if t in ("TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT"):
+        top = 100 if t == "TINYINT" else 100_000
+        return lambda rand, n: 1 + int(rand() * top)
+    if t == "DECIMAL":
+        exp = -(col.type.scale or 0)
+        return lambda rand, n: Decimal(100 + int(rand() * 999_900)).scaleb(exp)
+    if t in ("FLOAT", "DOUBLE"):
+        return lambda rand, n: round(rand() * 1000, 3)
+    if t in ("DATETIME", "TIMESTAMP"):
+        return lambda rand, n: _START + dt.timedelta(seconds=n % 10_000_000, milliseconds=n % 997)
+    if t == "DATE":
+        return lambda rand, n: (_START + dt.timedelta(days=n % 3650)).date()
+    if t in ("CHAR", "VARCHAR") or t.endswith("TEXT"):
+        width, name = min(col.type.length or 32, 24), col.name
+        return lambda rand, n: f"{name}-{n}"[:width]
+    return lambda rand, n: None

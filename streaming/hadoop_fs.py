@@ -1,0 +1,81 @@
+"""Internal: small files on any filesystem Spark can write, through Hadoop's FileSystem API.
+
+The job keeps its own state (streaming/state_store.py) next to Spark's checkpoint, which
+may be ``file:``, ``hdfs://``, ``s3a://``, ``abfss://``, ``gs://``... Going through the
+``FileSystem`` of the running Spark session's JVM means every scheme (and every
+credential, endpoint or option) the submitter configured for Spark works here too, with
+no second client to configure. Paths are URI strings: ``pathlib`` would turn
+``s3a://bucket/cp`` into ``s3a:/bucket/cp``.
+
+Errors from the JVM (``Py4JJavaError``) are not caught here: an unreadable state fails the
+batch, and Spark runs it again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # settings join URIs without importing pyspark
+    from pyspark.sql import SparkSession
+
+__all__ = ["HadoopFs", "join"]
+
+
+def join(base: str, *parts: str) -> str:
+    """``base`` with ``parts`` appended as path segments (URI-safe: no pathlib)."""
+    out = base.rstrip("/")
+    for part in parts:
+        out += "/" + part.strip("/")
+    return out
+
+
+class HadoopFs:
+    """The Hadoop FileSystem that holds ``root`` (a URI), as the Spark session sees it."""
+
+    def __init__(self, spark: SparkSession, root: str) -> None:
+        jvm = spark._jvm
+        if jvm is None:  # Spark Connect: no JVM in this process
+            raise RuntimeError("the state store needs a classic SparkSession with a JVM")
+        self._jvm: Any = jvm
+        # The session's Hadoop conf: spark.hadoop.* plus the session's fs.* settings, as
+        # Spark and Delta use it for the same paths.
+        conf = spark._jsparkSession.sessionState().newHadoopConf()  # type: ignore[union-attr]
+        self._fs: Any = self._path(root).getFileSystem(conf)
+
+    def _path(self, uri: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(uri)
+
+    def exists(self, uri: str) -> bool:
+        return bool(self._fs.exists(self._path(uri)))
+
+    def names(self, folder: str) -> list[str]:
+        """The file names in ``folder`` (none when it does not exist yet)."""
+        path = self._path(folder)
+        if not self._fs.exists(path):
+            return []
+        return sorted(s.getPath().getName() for s in self._fs.listStatus(path) if s.isFile())
+
+    def read(self, uri: str) -> bytes:
+        stream = self._fs.open(self._path(uri))
+        try:
+            data: bytes = self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+        finally:
+            stream.close()
+        return data
+
+    def create(self, uri: str, data: bytes) -> None:
+        """Write a new file; fails if ``uri`` exists (names are never reused).
+
+        The bytes are durable when this returns: ``hsync`` where the stream offers it
+        (HDFS, local), and on object stores the object exists only once ``close`` has
+        uploaded all of it."""
+        stream = self._fs.create(self._path(uri), False)
+        try:
+            stream.write(bytearray(data))
+            if stream.hasCapability("hsync"):
+                stream.hsync()
+        finally:
+            stream.close()
+
+    def delete(self, uri: str) -> None:
+        self._fs.delete(self._path(uri), False)

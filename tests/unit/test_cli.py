@@ -1,0 +1,59 @@
+"""``shardmerge scenario run``: JSON per file on stdout, exit codes 0 / 1 / 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD = ROOT / "tests/scenarios/dm/dm030-add-column-optimistic.yaml"
+
+
+def run(*files: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "shardmerge.cli", "scenario", "run", *map(str, files)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_passing_files_print_one_json_object_each_and_exit_0():
+    out = run(GOOD, ROOT / "tests/scenarios/dm/dm030-add-column-pessimistic.yaml")
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["ok"] for r in lines] == [True, True]
+    assert lines[0]["engine"] == "memory"
+    assert lines[0]["columns"] == {"id": "INT", "new_col1": "INT"}
+    assert lines[0]["locks"][0]["stage"] == "none"
+    assert "2/2 scenario(s) passed" in out.stderr
+
+
+def test_a_failed_expectation_exits_1_and_says_which(tmp_path: Path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        GOOD.read_text().replace("blocked: []\n  locks", "blocked: [s1.db1.tb1]\n  locks")
+    )
+    out = run(bad)
+    assert out.returncode == 1
+    result = json.loads(out.stdout)
+    assert result["ok"] is False
+    assert any("blocked" in f for f in result["failures"])
+
+
+def test_an_invalid_file_exits_2_and_says_where(tmp_path: Path):
+    bad = tmp_path / "invalid.yaml"
+    bad.write_text(GOOD.read_text().replace("mode: optimistic", "mode: sometimes"))
+    out = run(GOOD, bad)
+    assert out.returncode == 2
+    assert "invalid.yaml" in out.stderr and "mode" in out.stderr
+
+
+def test_an_insert_naming_a_missing_column_makes_the_file_invalid(tmp_path: Path):
+    bad = tmp_path / "missing-column.yaml"
+    bad.write_text(GOOD.read_text().replace("insert: {id: 2}", "insert: {id: 2, nope: 1}"))
+    out = run(bad)
+    assert out.returncode == 2
+    assert "step 3" in out.stdout and "no column 'nope'" in out.stdout

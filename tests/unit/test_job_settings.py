@@ -1,0 +1,66 @@
+"""The job's settings, its state files and its command inbox (no Spark needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coordinator.ids import TargetId
+from streaming.config import ConfigError, load_settings
+
+BASE = """
+kafka: {bootstrap: "localhost:9092"}
+sources: [{format: debezium, pattern: 'shop(\\..*)?'}]
+routes: [{target: shop.orders, table: 'orders_*', extract: {source_column: _source}}]
+targets: {shop.orders: {mode: pessimistic}}
+sink: {path: /tmp/lake}
+checkpoint: /tmp/ck
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_valid_file_builds_router_and_targets(tmp_path: Path):
+    s = load_settings(write(tmp_path, BASE), environ={})
+    router = s.router()
+    assert router.routes[0].extract.source_column == "_source"
+    assert s.target_configs()[TargetId("shop", "orders")].mode == "pessimistic"
+    assert s.table_path(TargetId("shop", "orders")) == "/tmp/lake/shop/orders"
+    assert s.dead_letters() == "/tmp/ck/dead_letter"
+
+
+def test_environment_overrides_nested_fields(tmp_path: Path):
+    env = {
+        "SHARDMERGE__KAFKA__BOOTSTRAP": "broker:1234",
+        "SHARDMERGE__KAFKA__MAX_OFFSETS_PER_TRIGGER": "500",
+        "SHARDMERGE__KAFKA__OPTIONS": "{sasl.jaas.config: secret-value}",
+    }
+    s = load_settings(write(tmp_path, BASE), environ=env)
+    assert s.kafka.bootstrap == "broker:1234"
+    assert s.kafka.max_offsets_per_trigger == 500
+    assert "secret-value" not in repr(s.kafka.options)
+    assert s.kafka.options["sasl.jaas.config"].get_secret_value() == "secret-value"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ("sink: {path: /tmp/lake, kind: jdbc}", "sink.kind"),
+        ("routes: [{target: no_dot}]", "routes.0.target"),
+        ("sources: [{format: avro, topics: [a]}]", "sources.0.format"),
+        ("sources: [{topics: [a], pattern: b}]", "sources.0"),
+        ("targets: {shop.orders: {mode: sometimes}}", "targets.shop.orders.mode"),
+    ],
+)
+def test_errors_name_the_file_and_the_field(tmp_path: Path, change: str, field: str):
+    key = change.split(":")[0]
+    text = "\n".join(line for line in BASE.splitlines() if not line.startswith(key + ":"))
+    path = write(tmp_path, text + "\n" + change + "\n")
+    with pytest.raises(ConfigError) as e:
+        load_settings(path, environ={})
+    assert str(path) in str(e.value) and field in str(e.value)
