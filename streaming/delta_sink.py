@@ -34,7 +34,6 @@ from schemas.changes import (
 )
 from schemas.model import Column, TableSchema
 from shardmerge.errors import ShardMergeError
-from streaming.faults import raise_point
 from streaming.quoting import ident, table_at
 from streaming.spark_types import delta_type, literal_expr, schema_ddl, widens_in_place
 
@@ -72,7 +71,6 @@ class DeltaSink:
         """Whether a Delta table is at ``path``, by Delta's own check. Any failure to find
         out (storage, permissions, a corrupt log) raises: read as "no table", it would
         let a caller treat held rows as absent."""
-        raise_point("table_check")
         return bool(DeltaTable.isDeltaTable(self.spark, path))
 
     def create(self, path: str, schema: TableSchema) -> None:

@@ -28,14 +28,14 @@ __all__ = [
 
 POINTS = (
     "after_decode",  # dead letters written, nothing else
-    "after_rows",  # an epoch's rows merged / stashed
-    "after_ddl",  # a control event's decisions executed (ALTER, replays)
-    "after_release",  # held rows replayed, not yet deleted from the stash
+    "after_rows",  # a target's MERGE done (DDL, TRUNCATE's DELETE and MERGE)
+    "after_ddl",  # a control event decided, its DDL run downstream
+    "after_release",  # stash append and dead letters done; replayed rows still stashed
     "before_state",  # every write done, state not saved
     "after_state",  # state saved, Spark's commit not yet written
 )
-# Whether a Delta table exists: the stash, when a release reads its held rows.
-RAISE_POINTS = ("table_check",)
+# Whether the stash exists, when a batch reads the held rows it releases.
+RAISE_POINTS = ("stash_read",)
 _seen: Counter[str] = Counter()
 _raised: Counter[str] = Counter()
 _target = os.environ.get("SHARDMERGE_CRASH_AT")

@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 
 def held_ids(p: Pipeline) -> list[int]:
-    stash = str(StateStore(p.settings.checkpoint).root / "stash")
+    stash = StateStore(p.spark, p.settings.checkpoint).uri("stash")
     rows = p.spark.read.format("delta").load(stash).select("after").collect()
     return sorted(json.loads(r["after"])["id"] for r in rows if r["after"])
 
@@ -42,10 +42,10 @@ def test_a_failing_stash_read_fails_the_batch_and_the_rerun_releases_once(
         [ddl(p, "t2", "ALTER TABLE t2 ADD COLUMN note VARCHAR(20)", ADDED)]
         + row(p, "t2", {"id": 5, "a": 5, "note": "z"}, ADDED)
     )
-    monkeypatch.setenv("SHARDMERGE_RAISE_AT", "table_check:1")
+    monkeypatch.setenv("SHARDMERGE_RAISE_AT", "stash_read:1")
     reset_raise_counts()
     query, _ = build_query(spark, p.settings, available_now=True)
-    with pytest.raises(Exception, match="injected fault at table_check"):
+    with pytest.raises(Exception, match="injected fault at stash_read"):
         query.awaitTermination()
     assert query.exception() is not None
     # Nothing was taken for "no stash": the held rows are still there, not downstream.

@@ -95,7 +95,7 @@ def test_a_decimal_delta_cannot_widen_waits_then_is_rewritten(kafka, spark, tmp_
             "targets": {"shop.t": TargetSettings(mode="pessimistic", rewrite_incompatible=True)}
         }
     )
-    StateStore(p.settings.checkpoint).submit("unlock shop.t --retry")
+    StateStore(spark, p.settings.checkpoint).submit("unlock shop.t --retry")
     p.send(row(p, "t2", {"id": 4, "p": "2.5"}, DEC3))  # a batch to apply the command
     p.run()
     assert p.lock()["stage"] == "none" and p.lock()["blocked"] == []

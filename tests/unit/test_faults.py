@@ -8,13 +8,13 @@ from streaming.faults import RAISE_POINTS, InjectedFault, raise_point, reset_rai
 
 
 def test_raises_at_the_nth_visit_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SHARDMERGE_RAISE_AT", "table_check:2")
+    monkeypatch.setenv("SHARDMERGE_RAISE_AT", "stash_read:2")
     reset_raise_counts()
-    raise_point("table_check")
+    raise_point("stash_read")
     raise_point("after_rows")  # another point: not counted
-    with pytest.raises(InjectedFault, match="table_check"):
-        raise_point("table_check")
-    raise_point("table_check")  # the retry goes through
+    with pytest.raises(InjectedFault, match="stash_read"):
+        raise_point("stash_read")
+    raise_point("stash_read")  # the retry goes through
 
 
 def test_unset_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
