@@ -173,7 +173,7 @@ class _Run:
         if kind == "operator":
             assert step.operator is not None
             self.catch_up()
-            StateStore(self.spark, self.settings.checkpoint).submit(step.operator)
+            StateStore(self.s.spark, self.settings.checkpoint).submit(step.operator)
             self.heartbeat()
             return
         if kind == "expect":
@@ -236,7 +236,7 @@ class _Run:
     # --- observing -----------------------------------------------------------------------------
 
     def observe(self) -> Observation:
-        store = StateStore(self.spark, self.settings.checkpoint)
+        store = StateStore(self.s.spark, self.settings.checkpoint)
         latest = store.latest()
         failed = store.failure()
         if failed is not None:
