@@ -15,6 +15,7 @@ from typing import Literal
 
 from coordinator.commands import OperatorCommand
 from coordinator.decisions import CreateTarget, Decision, Hold, Release
+from coordinator.fingerprints import fingerprint_wait
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.locks import LockRules, OperatorError
 from coordinator.optimistic import OptimisticRules, join_all
@@ -207,6 +208,7 @@ class Coordinator:
             if st is None:
                 continue
             st.last_alter = position
+            st.fingerprint = None  # rows after this DDL carry the schema it made
             pairs = []
             for spec in change.specs:
                 if isinstance(spec, RenameColumn):
@@ -435,6 +437,29 @@ class Coordinator:
         st.held_seq = t.seq
         st.awaiting = position
         return [Hold(t.id, shard, st.version, position, reason)]
+
+    def schema_fingerprints(
+        self, shard: ShardId, seen: Sequence[tuple[Position, str]]
+    ) -> list[Decision]:
+        """Rows of ``shard`` carry these schema fingerprints (each with the position of its
+        first row in the batch): a fingerprint other than the one its rows carried since
+        its last DDL means a DDL came before those rows that has not arrived; the shard
+        waits for it from there (:meth:`await_ddl`). See :mod:`coordinator.fingerprints`."""
+        st = self.shard_state(shard)
+        if st is None:
+            return []
+        known = st.fingerprint
+        at = fingerprint_wait(st, seen)
+        if at is None:
+            return []
+        changed = next(fp for p, fp in seen if p == at)
+        return self.await_ddl(
+            shard,
+            at,
+            f"rows of {shard} carry schema fingerprint {changed} where its rows since its last "
+            f"DDL carried {known or st.fingerprint}: a DDL came before them that has not "
+            "arrived; waiting for its DDL",
+        )
 
     def _drop(self, shard: ShardId, out: list[Decision]) -> None:
         self.ghosts.pop(shard, None)

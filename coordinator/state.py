@@ -112,6 +112,7 @@ def _shard_to_json(s: ShardState) -> dict[str, Any]:
         "admitted": s.admitted,
         "renamed": [[pos, [list(pair) for pair in pairs]] for pos, pairs in s.renamed],
         "last_alter": s.last_alter,
+        "fingerprint": s.fingerprint,
     }
 
 
@@ -129,6 +130,7 @@ def _shard_from_json(raw: dict[str, Any]) -> ShardState:
         admitted=raw["admitted"],
         renamed=[(pos, tuple((o, n) for o, n in pairs)) for pos, pairs in raw.get("renamed", [])],
         last_alter=raw.get("last_alter"),
+        fingerprint=raw.get("fingerprint"),
     )
 
 

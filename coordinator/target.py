@@ -80,6 +80,9 @@ class ShardState:
     # it that names a column the target lacks is behind that DDL (a dropped column), not
     # ahead of one that has not arrived.
     last_alter: Position = None
+    # The schema fingerprint this shard's rows carry since its last ALTER (None: not seen
+    # yet); a row with another one is ahead of a DDL (coordinator.fingerprints).
+    fingerprint: str | None = None
 
     @property
     def held(self) -> bool:

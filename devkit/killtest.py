@@ -20,7 +20,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 DDL = {
     0.2: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)",
     0.45: "ALTER TABLE {table} CHANGE note memo VARCHAR(64)",

@@ -74,6 +74,9 @@ def free_port() -> int:
 
 def port_free(port: int) -> bool:
     with socket.socket() as s:
+        # As servers bind (Java's ServerSocket too): connections of the service's last run
+        # in TIME_WAIT do not make its port taken, so a restarted broker keeps its address.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

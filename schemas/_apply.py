@@ -23,6 +23,7 @@ from schemas.changes import (
     DropConstraint,
     DropIndex,
     DropPrimaryKey,
+    ForeignKeyIndex,
     ModifyColumn,
     Position,
     RenameColumn,
@@ -160,6 +161,8 @@ def _skipped(spec: AlterSpec, schema: TableSchema) -> bool:
 def _spec(spec: AlterSpec, schema: TableSchema) -> TableSchema:
     if _skipped(spec, schema):
         return schema
+    if isinstance(spec, ForeignKeyIndex):
+        return foreign_key_index(schema, spec)
     if isinstance(spec, DropConstraint):
         index = schema.index(spec.name)
         return schema if index is None else _spec(DropIndex(index.name), schema)
@@ -208,6 +211,21 @@ def _spec(spec: AlterSpec, schema: TableSchema) -> TableSchema:
             raise SchemaError(f"{_where(schema)} has no primary key to drop")
         return schema.replace(primary_key=())
     return _table_options(schema, spec)
+
+
+def foreign_key_index(schema: TableSchema, fk: ForeignKeyIndex) -> TableSchema:
+    """``schema`` with the index InnoDB makes for a FOREIGN KEY, if no index starts with
+    its columns (the primary key counts)."""
+    keys = tuple(name_key(c) for c in fk.columns)
+    if not keys:
+        return schema
+    existing = [schema.primary_key, *(i.columns for i in schema.indexes)]
+    if any(tuple(name_key(c) for c in cols[: len(keys)]) == keys for cols in existing):
+        return schema
+    name = fk.name
+    if not name or schema.index(name) is not None:
+        name = auto_index_name(fk.columns[0], [i.name for i in schema.indexes])
+    return _add_index(schema, Index(name, fk.columns))
 
 
 def _drop_column(schema: TableSchema, name: str) -> TableSchema:
@@ -278,7 +296,7 @@ def effect(
     origin: dict[str, str | None] = {c.key: c.key for c in schema.columns}
     for spec in change.specs:
         after = _spec(spec, schema)
-        if isinstance(spec, ChangeColumn | RenameColumn):
+        if isinstance(spec, ChangeColumn | RenameColumn) and not _skipped(spec, schema):
             old = name_key(spec.old_name)
             new = name_key(spec.column.name if isinstance(spec, ChangeColumn) else spec.new_name)
             origin[new] = origin.pop(old)

@@ -70,6 +70,8 @@ class Notes:
 
     ignored: list[str] = field(default_factory=list)
     types: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    # FOREIGN KEYs as (name, columns): InnoDB indexes their columns when no index does.
+    foreign_keys: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
 
 def unhide(sql: str) -> str:
@@ -250,6 +252,8 @@ def clean_table_item(sql: str, tokens: Sequence[Token], notes: Notes) -> str | N
         head = w[1] if len(w) > 1 and w[1] in kinds else (w[2] if len(w) > 2 else "")
     if head in ("FOREIGN KEY", "FOREIGN", "CHECK"):
         notes.ignored.append(text(sql, tokens))
+        if head != "CHECK":
+            foreign_key(tokens, notes)
         return None
     if w[:3] == ["PERIOD", "FOR", "SYSTEM_TIME"]:
         raise Refused(VERSIONING)
@@ -259,6 +263,28 @@ def clean_table_item(sql: str, tokens: Sequence[Token], notes: Notes) -> str | N
     if head in _INDEX_WORDS or w[:1] == ["LIKE"]:
         return clean_index(sql, tokens, notes)
     return clean_column(sql, tokens, 1, notes)
+
+
+def foreign_key(tokens: Sequence[Token], notes: Notes) -> None:
+    """Record ``[CONSTRAINT [symbol]] FOREIGN KEY [name] (cols) REFERENCES ...``: the index
+    InnoDB makes for it is named after the symbol, else the name, else its first column."""
+    w = words(tokens)
+    start = next(i for i, word in enumerate(w) if word in ("FOREIGN KEY", "FOREIGN"))
+    symbol = tokens[1].text if w[:1] == ["CONSTRAINT"] and start == 2 else ""
+    i = start + (1 if w[start] == "FOREIGN KEY" else 2)
+    name = ""
+    if i < len(tokens) and tokens[i].token_type != TokenType.L_PAREN:
+        name, i = tokens[i].text, i + 1
+    if i >= len(tokens) or tokens[i].token_type != TokenType.L_PAREN:
+        return
+    end = group_end(tokens, i)
+    columns = []
+    for tok in tokens[i + 1 : end - 1]:
+        if tok.token_type == TokenType.L_PAREN:
+            break  # a prefix length: not in a FOREIGN KEY, but stop rather than guess
+        if tok.token_type not in (TokenType.COMMA, TokenType.R_PAREN):
+            columns.append(tok.text)
+    notes.foreign_keys.append((symbol or name, tuple(columns)))
 
 
 def clean_index(sql: str, tokens: Sequence[Token], notes: Notes) -> str:

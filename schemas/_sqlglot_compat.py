@@ -4,13 +4,19 @@ Everything here works on sqlglot's own MySQL tokens and returns plain values or 
 that sqlglot does parse, so that :mod:`schemas.ddl` reads as one walk over sqlglot
 expressions. What is worked around, and why:
 
-* ``RENAME TABLE a TO b, c TO d`` falls back to ``exp.Command``: parsed here into pairs.
-* ``ALTER TABLE`` specifications are split here at top-level commas and parsed one by
-  one, which also covers three gaps: ``ADD [COLUMN] (a INT, b INT)`` (a ``Command``; it
+* ``RENAME TABLE[S] a TO b, c TO d [NOWAIT]`` falls back to ``exp.Command``: parsed here
+  into pairs.
+* ``ALTER [ONLINE] [IGNORE] TABLE [IF EXISTS] t [WAIT n|NOWAIT]``: the head is taken
+  apart here (:class:`AlterHead`), then the specifications are split at top-level commas
+  (a partition name list ``DROP PARTITION p0, p1`` stays one) and parsed one by one,
+  which also covers three gaps: ``ADD [COLUMN] (a INT, b INT)`` (a ``Command``; it
   becomes one ``ADD COLUMN`` per column), ``CONVERT TO CHARACTER SET x [COLLATE y]`` (a
   ``Command``; parsed here) and ``RENAME AS t2`` (a parse error; becomes ``RENAME TO``).
-* ``CREATE FULLTEXT INDEX`` falls back to ``Command``: every ``CREATE ... INDEX ... ON``
-  and ``DROP INDEX ... ON`` is rewritten to the ``ALTER TABLE`` MySQL maps it to
+  What each specification is (clauses sqlglot does not read at all: partitions,
+  foreign keys, options...) is decided in :mod:`schemas._sqlglot_plans`.
+* ``CREATE FULLTEXT INDEX`` falls back to ``Command``: every ``CREATE [OR REPLACE]
+  [ONLINE] ... INDEX [IF NOT EXISTS] ... ON`` and ``DROP INDEX [IF EXISTS] ... ON``, with
+  their ALGORITHM/LOCK options, is rewritten to the ``ALTER TABLE`` MySQL maps it to
   (https://dev.mysql.com/doc/refman/8.0/en/create-index.html).
 * ``c INT GENERATED ALWAYS AS (expr)`` without VIRTUAL/STORED is read as an identity
   column; :func:`generated_column` reads both shapes as the virtual column MySQL makes.
@@ -18,7 +24,8 @@ expressions. What is worked around, and why:
   (https://dev.mysql.com/doc/refman/8.0/en/other-vendor-data-types.html): ``INT8`` is
   BIGINT (sqlglot: TINYINT), ``REAL`` is DOUBLE (sqlglot: FLOAT), ``LONG`` and
   ``LONG VARCHAR`` are MEDIUMTEXT (sqlglot: BIGINT), ``INT3``/``MIDDLEINT`` are MEDIUMINT,
-  ``NATIONAL CHAR``/``NATIONAL VARCHAR`` are NCHAR/NVARCHAR (both unknown to sqlglot).
+  ``NATIONAL CHAR``/``NATIONAL VARCHAR``/``NCHAR VARYING`` are NCHAR/NVARCHAR and
+  ``CHARACTER VARYING`` is VARCHAR (all unknown to sqlglot).
 """
 
 from __future__ import annotations
@@ -31,7 +38,6 @@ from sqlglot.dialects.mysql import MySQL
 from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from schemas import _sqlglot_clauses as clauses
 from schemas.errors import DDLError
 from schemas.model import TableName
 
@@ -42,6 +48,8 @@ __all__ = [
     "generated_column",
     "index_statement_as_alter",
     "rename_table_pairs",
+    "split_commas",
+    "text_of",
     "tokenize",
 ]
 
@@ -95,7 +103,8 @@ def _word(token: Token) -> str:
     return token.text.upper()
 
 
-def _text(sql: str, tokens: Sequence[Token]) -> str:
+def text_of(sql: str, tokens: Sequence[Token]) -> str:
+    """The text of ``tokens`` in ``sql``, as written."""
     return sql[tokens[0].start : tokens[-1].end + 1] if tokens else ""
 
 
@@ -124,7 +133,7 @@ def _fix_aliases(sql: str) -> str:
     return "".join(out) + sql[pos : tokens[-1].end + 1 if tokens else 0]
 
 
-def _split_commas(tokens: Sequence[Token]) -> list[list[Token]]:
+def split_commas(tokens: Sequence[Token]) -> list[list[Token]]:
     """``tokens`` split at commas outside parentheses."""
     parts: list[list[Token]] = [[]]
     depth = 0
@@ -151,7 +160,7 @@ def _table_name(sql: str, tokens: Sequence[Token]) -> TableName:
         and _is_name(tokens[2])
     ):
         return TableName(tokens[2].text, tokens[0].text)
-    raise DDLError(sql, f"expected a table name, got {_text(sql, tokens)!r}")
+    raise DDLError(sql, f"expected a table name, got {text_of(sql, tokens)!r}")
 
 
 def _is_name(token: Token) -> bool:
@@ -171,14 +180,14 @@ def rename_table_pairs(sql: str) -> list[tuple[TableName, TableName]] | None:
     if [_word(t) for t in tokens[:1]] != ["RENAME"] or _word(tokens[1]) not in ("TABLE", "TABLES"):
         return None
     pairs = []
-    for part in _split_commas(tokens[2:]):
+    for part in split_commas(tokens[2:]):
         words = [_word(t) for t in part]
         if words[-1:] == ["NOWAIT"]:  # MariaDB's lock option
             part, words = part[:-1], words[:-1]
         elif words[-2:-1] == ["WAIT"]:
             part, words = part[:-2], words[:-2]
         if "TO" not in words:
-            raise DDLError(sql, f"expected 'old TO new', got {_text(sql, part)!r}")
+            raise DDLError(sql, f"expected 'old TO new', got {text_of(sql, part)!r}")
         to = words.index("TO")
         pairs.append((_table_name(sql, part[:to]), _table_name(sql, part[to + 1 :])))
     return pairs
@@ -201,9 +210,9 @@ def index_statement_as_alter(sql: str) -> str | None:
         kind = " ".join(t.text for t in kinds)
         exists = words[index + 1 : index + 4] == ["IF", "NOT", "EXISTS"]
         first = index + 4 if exists else index + 1
-        name = _text(sql, tokens[first:on])
+        name = text_of(sql, tokens[first:on])
         paren = next((i for i in range(on, len(tokens)) if words[i] == "("), len(tokens))
-        table = _text(sql, tokens[on + 1 : paren])
+        table = text_of(sql, tokens[on + 1 : paren])
         body, options = _trailing_lock_options(sql, tokens[paren:])
         guard = " IF NOT EXISTS" if exists else ""
         drop = f"DROP INDEX IF EXISTS {name}, " if replace else ""
@@ -212,10 +221,10 @@ def index_statement_as_alter(sql: str) -> str | None:
         if "ON" not in words:
             return None
         start, on = words.index("INDEX") + 1, words.index("ON")
-        name = _text(sql, tokens[start:on])
+        name = text_of(sql, tokens[start:on])
         rest = tokens[on + 1 :]
         cut = next((i for i, t in enumerate(rest) if _word(t) in _LOCK_OPTIONS), len(rest))
-        table = _text(sql, rest[:cut])
+        table = text_of(sql, rest[:cut])
         _, options = _trailing_lock_options(sql, rest[cut:])
         return f"ALTER TABLE {table} DROP INDEX {name}{options}"
     return None
@@ -225,8 +234,8 @@ def _trailing_lock_options(sql: str, tokens: Sequence[Token]) -> tuple[str, str]
     """(the text before, ``, ALGORITHM=x, LOCK=y``) of an index statement's tail."""
     words = [_word(t) for t in tokens]
     cut = next((i for i, w in enumerate(words) if w in _LOCK_OPTIONS), len(tokens))
-    options = [_text(sql, p) for p in _option_groups(tokens[cut:])]
-    return _text(sql, tokens[:cut]), "".join(", " + o for o in options)
+    options = [text_of(sql, p) for p in _option_groups(tokens[cut:])]
+    return text_of(sql, tokens[:cut]), "".join(", " + o for o in options)
 
 
 def _option_groups(tokens: Sequence[Token]) -> list[list[Token]]:
@@ -272,13 +281,21 @@ def alter_specs(sql: str) -> tuple[AlterHead, list[str]] | None:
     if end < len(tokens) and tokens[end].token_type == TokenType.DOT:
         end = i + 3
     table = _table_name(sql, tokens[i:end])
-    head = AlterHead(f"ALTER TABLE {_text(sql, tokens[i:end])}", table, ignore)
+    head = AlterHead(f"ALTER TABLE {text_of(sql, tokens[i:end])}", table, ignore)
     if words[end : end + 1] == ["NOWAIT"]:
         end += 1
     elif words[end : end + 1] == ["WAIT"]:
         end += 2
     specs: list[str] = []
-    for part in _split_commas(tokens[end:]):
+    parts: list[list[Token]] = []
+    for part in split_commas(tokens[end:]):
+        # ``DROP PARTITION p0, p1``: a partition name list, not a second specification.
+        previous = [_word(t) for t in parts[-1][:2]] if parts else []
+        if len(part) == 1 and previous[1:] == ["PARTITION"]:
+            parts[-1] = [*parts[-1], part[0]]
+        else:
+            parts.append(part)
+    for part in parts:
         specs.extend(_spec_texts(sql, part))
     return head, [s for s in specs if s]
 
@@ -287,9 +304,9 @@ def _spec_texts(sql: str, part: list[Token]) -> list[str]:
     words = [_word(t) for t in part]
     start = 2 if words[1:2] == ["COLUMN"] else 1
     if words[:1] == ["ADD"] and words[start : start + 1] == ["("] and words[-1:] == [")"]:
-        return ["ADD COLUMN " + _text(sql, col) for col in _split_commas(part[start + 1 : -1])]
+        return ["ADD COLUMN " + text_of(sql, col) for col in split_commas(part[start + 1 : -1])]
     if words[:2] == ["RENAME", "AS"]:
-        return ["RENAME TO " + _text(sql, part[2:])]
+        return ["RENAME TO " + text_of(sql, part[2:])]
     depth = 0
     for i, tok in enumerate(part):
         depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(tok.token_type, 0)
@@ -298,8 +315,8 @@ def _spec_texts(sql: str, part: list[Token]) -> list[str]:
             and depth == 0
             and (words[i] == "PARTITION BY" or words[i : i + 2] == ["REMOVE", "PARTITIONING"])
         ):
-            return [_text(sql, part[:i]), _text(sql, part[i:])]
-    return [_text(sql, part)]
+            return [text_of(sql, part[:i]), text_of(sql, part[i:])]
+    return [text_of(sql, part)]
 
 
 def convert_charset(sql: str, spec: str) -> tuple[str, str | None] | None:
@@ -347,152 +364,3 @@ def generated_column(constraint: exp.Expr) -> tuple[exp.Expr, bool] | None:
     else:
         return None
     return (expr.unnest() if isinstance(expr, exp.Paren) else expr), stored
-
-
-# --- clauses sqlglot does not read (see schemas._sqlglot_clauses) -----------------------
-
-
-def create_table(sql: str) -> tuple[str, clauses.Notes, bool] | None:
-    """``CREATE [OR REPLACE] TABLE t (...) options`` as (SQL sqlglot reads, what was taken
-    out, OR REPLACE given); None for other statements (LIKE, AS SELECT, TEMPORARY: the
-    walk refuses those itself). Raises :class:`clauses.Refused`."""
-    tokens = tokenize(sql)
-    words = clauses.words(tokens)
-    i = 1
-    replace = words[1:3] == ["OR", "REPLACE"]
-    if replace:
-        i = 3
-    if words[:1] != ["CREATE"] or words[i : i + 1] != ["TABLE"]:
-        return None
-    paren = next((j for j in range(i, len(tokens)) if words[j] == "("), None)
-    if paren is None:
-        return None
-    end = clauses.group_end(tokens, paren)
-    items = _split_commas(tokens[paren + 1 : end - 1])
-    tail = words[end:]
-    if (items and clauses.words(items[0])[:1] == ["LIKE"]) or {"SELECT", "AS", "LIKE"} & set(tail):
-        return None
-    notes = clauses.Notes()
-    body = [clauses.clean_table_item(sql, item, notes) for item in items if item]
-    options = clauses.clean_options(sql, tokens[end:], notes)
-    head = "CREATE " + _text(sql, tokens[i:paren])
-    return f"{head} ({', '.join(b for b in body if b is not None)}) {options}", notes, replace
-
-
-@dataclass(frozen=True)
-class SpecPlan:
-    """What to do with one ALTER TABLE specification.
-
-    ``kind``: ``sql`` (``text`` is for sqlglot), ``ignore`` (no downstream meaning,
-    recorded), ``options`` (``text`` holds the charset/collation options, maybe empty),
-    ``drop_constraint`` (``text`` is the name: a UNIQUE key of that name is dropped, a
-    FOREIGN KEY or CHECK of that name means nothing downstream). ``guard``: ``IF [NOT]
-    EXISTS`` was given (MariaDB): the spec is skipped where it does not apply.
-    """
-
-    kind: str
-    text: str
-    guard: bool
-    notes: clauses.Notes
-
-
-_REFUSED_PARTITION = {
-    "DROP": "deletes the rows of the dropped partitions upstream",
-    "TRUNCATE": "deletes the rows of those partitions upstream",
-    "EXCHANGE": "swaps the partition's rows with another table's",
-    "CONVERT": "moves rows between the table and another table",
-    "DISCARD": "removes the rows of the tablespace",
-    "IMPORT": "brings rows in from a tablespace file",
-}
-_KEPT_PARTITION = {
-    "ADD",
-    "REORGANIZE",
-    "COALESCE",
-    "REBUILD",
-    "OPTIMIZE",
-    "ANALYZE",
-    "CHECK",
-    "REPAIR",
-}
-_LOCK_LIKE = {"ALGORITHM", "LOCK", "FORCE", "ENABLE", "DISABLE", "ORDER BY", "WITH", "WITHOUT"}
-
-
-def alter_plan(sql: str, spec: str) -> SpecPlan:
-    """The plan for one ALTER TABLE specification of statement ``sql``."""
-    tokens = tokenize(spec)
-    words = clauses.words(tokens)
-    guard = False
-    for i in range(min(len(words), 5)):
-        size = 3 if words[i : i + 3] == ["IF", "NOT", "EXISTS"] else 2
-        if words[i : i + size] in (["IF", "NOT", "EXISTS"], ["IF", "EXISTS"]):
-            guard = True
-            tokens = [*tokens[:i], *tokens[i + size :]]
-            words = [*words[:i], *words[i + size :]]
-            spec = " ".join(_text(spec, [t]) for t in tokens) if tokens else ""
-            tokens = tokenize(spec)
-            words = clauses.words(tokens)
-            break
-    notes = clauses.Notes()
-
-    def plan(kind: str, text: str = spec) -> SpecPlan:
-        if kind == "ignore":
-            notes.ignored.append(spec)
-        return SpecPlan(kind, text, guard, notes)
-
-    first = words[0] if words else ""
-    second = words[1] if len(words) > 1 else ""
-    if (second in ("PARTITION", "TABLESPACE") or (first == "CONVERT" and second == "TABLE")) and (
-        first in _REFUSED_PARTITION
-    ):
-        what = _REFUSED_PARTITION[first]
-        raise clauses.Refused(
-            f"{spec!r} {what}, with no row events: shardmerge cannot tell which rows "
-            "change downstream. Skip it (the downstream keeps its rows) or replace it "
-            "with the DELETEs/INSERTs it amounts to"
-        )
-    if (second == "PARTITION" and first in _KEPT_PARTITION) or first == "PARTITION BY":
-        return plan("ignore")
-    if words[:2] == ["REMOVE", "PARTITIONING"] or (first in _LOCK_LIKE and first != "WITH"):
-        return plan("ignore")
-    if words[:2] in (["WITH", "VALIDATION"], ["WITHOUT", "VALIDATION"]) or first in (
-        "WAIT",
-        "NOWAIT",
-    ):
-        return plan("ignore")
-    if ("SYSTEM" in words[1:3] and "VERSIONING" in words[2:4]) or "SYSTEM_TIME" in words[:4]:
-        raise clauses.Refused(clauses.VERSIONING)
-    if first == "ADD":
-        rest = words[1:]
-        kind = rest[0] if rest else ""
-        if kind == "CONSTRAINT":
-            kind = (
-                rest[1]
-                if len(rest) > 1 and rest[1] in ("FOREIGN KEY", "CHECK")
-                else (rest[2] if len(rest) > 2 else "")
-            )
-        if kind in ("FOREIGN KEY", "FOREIGN", "CHECK", "PERIOD"):
-            return plan("ignore")
-        if kind in ("INDEX", "KEY", "UNIQUE", "PRIMARY KEY", "FULLTEXT", "SPATIAL", "CONSTRAINT"):
-            return plan("sql", clauses.clean_index(spec, tokens, notes))
-        names = 3 if words[1:2] == ["COLUMN"] else 2
-        return plan("sql", clauses.clean_column(spec, tokens, names, notes))
-    if first in ("MODIFY", "CHANGE"):
-        names = (2 if first == "MODIFY" else 3) + (1 if second == "COLUMN" else 0)
-        return plan("sql", clauses.clean_column(spec, tokens, names, notes))
-    if first == "DROP":
-        if second in ("FOREIGN KEY", "FOREIGN", "CHECK", "PERIOD"):
-            return plan("ignore")
-        if second == "CONSTRAINT":
-            return plan("drop_constraint", tokens[-1].text)
-    if first == "ALTER":
-        if second in ("CHECK", "CONSTRAINT") or (
-            second in ("INDEX", "KEY") and (words[-1] in ("VISIBLE", "INVISIBLE", "IGNORED"))
-        ):
-            return plan("ignore")
-        if words[-2:] in (["SET", "VISIBLE"], ["SET", "INVISIBLE"]):
-            return plan("ignore")
-    if first in ("ENGINE", "AUTO_INCREMENT", "DEFAULT", "CHARACTER SET", "CHARSET", "COLLATE") or (
-        second == "=" or first in ("COMMENT", "TABLESPACE", "UNION") or "STATS_" in first
-    ):
-        return plan("options", clauses.clean_options(spec, tokens, notes))
-    return plan("sql")

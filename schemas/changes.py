@@ -28,6 +28,7 @@ __all__ = [
     "DropIndex",
     "DropPrimaryKey",
     "DropTable",
+    "ForeignKeyIndex",
     "ModifyColumn",
     "Position",
     "RenameColumn",
@@ -124,6 +125,16 @@ class DropConstraint:
 
 
 @dataclass(frozen=True)
+class ForeignKeyIndex:
+    """What a FOREIGN KEY changes in the schema: InnoDB indexes its columns (an index
+    named ``name``, else after its first column) unless an index already starts with them.
+    The constraint itself means nothing downstream."""
+
+    name: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class AddPrimaryKey:
     columns: tuple[str, ...]
 
@@ -161,6 +172,7 @@ AlterSpec = (
     | AddIndex
     | DropIndex
     | DropConstraint
+    | ForeignKeyIndex
     | AddPrimaryKey
     | DropPrimaryKey
     | RenameIndex

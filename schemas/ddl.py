@@ -21,7 +21,9 @@ from sqlglot.errors import SqlglotError
 
 from schemas import _sqlglot_clauses as clauses
 from schemas import _sqlglot_compat as compat
-from schemas._apply import apply, auto_index_name, effect, is_expression
+from schemas import _sqlglot_plans as plans
+from schemas._apply import apply, auto_index_name, effect, foreign_key_index, is_expression
+from schemas._normalize import normalize, normalize_schema
 from schemas._types import (
     UnsupportedType,
     charset_name,
@@ -47,6 +49,7 @@ from schemas.changes import (
     DropIndex,
     DropPrimaryKey,
     DropTable,
+    ForeignKeyIndex,
     ModifyColumn,
     Position,
     RenameColumn,
@@ -136,7 +139,7 @@ def _parse(statement: str) -> tuple[SchemaChange, ...]:
     if split is not None:
         return _alter(statement, *split)
     notes, replace = clauses.Notes(), False
-    create = compat.create_table(sql)
+    create = plans.create_table(sql)
     if create is not None:
         sql, notes, replace = create
     tree = sqlglot.parse_one(compat.fix_type_aliases(sql), read="mysql")
@@ -226,6 +229,8 @@ def _create_schema(
         collation=options.collation,
         name=table.table,
     )
+    for name, fk_columns in notes.foreign_keys:
+        schema = foreign_key_index(schema, ForeignKeyIndex(name, fk_columns))
     for index in schema.indexes:
         missing = [c for c in index.columns if not is_expression(c) and not schema.has_column(c)]
         if missing:
@@ -258,8 +263,9 @@ def _alter(sql: str, head: compat.AlterHead, specs: list[str]) -> tuple[SchemaCh
         if convert is not None:
             out.append(TableOptions(charset_name(convert[0]), _collation(convert[1]), True))
             continue
-        plan = compat.alter_plan(sql, spec)
+        plan = plans.alter_plan(sql, spec)
         ignored.extend(plan.notes.ignored)
+        out.extend(ForeignKeyIndex(n, cols) for n, cols in plan.notes.foreign_keys)
         if plan.kind == "ignore":
             continue
         if plan.kind == "drop_constraint":
@@ -448,95 +454,6 @@ def _key_part(node: exp.Expression) -> str:
         return node.name
     # A functional key part (MySQL 8.0.13+): kept as its expression, in parentheses.
     return "(" + node.unnest().sql(dialect="mysql") + ")"
-
-
-# --- normalize -------------------------------------------------------------------------
-
-
-def normalize(change: SchemaChange, table: TableName | None = None) -> SchemaChange:
-    """``change`` with identifiers lower-cased and, given ``table``, routed to it.
-
-    Two shards running the same statement under their own table names normalise to
-    equal values; column position (FIRST/AFTER) stays part of the value.
-    """
-
-    def route(name: TableName) -> TableName:
-        return table or TableName(name_key(name.table), name.db and name_key(name.db))
-
-    if isinstance(change, CreateTable):
-        new = route(change.table)
-        return CreateTable(new, _norm_schema(change.schema, new), change.if_not_exists)
-    if isinstance(change, CreateTableLike):
-        return CreateTableLike(route(change.table), _norm_table(change.like), change.if_not_exists)
-    if isinstance(change, AlterTable):
-        return AlterTable(route(change.table), tuple(_norm_spec(s) for s in change.specs))
-    if isinstance(change, RenameTable):
-        return RenameTable(route(change.old), route(change.new))
-    if isinstance(change, DropTable):
-        return DropTable(route(change.table), change.if_exists)
-    if isinstance(change, TruncateTable):
-        return TruncateTable(route(change.table))
-    if isinstance(change, CreateDatabase):
-        return CreateDatabase(name_key(change.name), change.if_not_exists)
-    return DropDatabase(name_key(change.name), change.if_exists)
-
-
-def normalize_schema(schema: TableSchema) -> TableSchema:
-    """``schema`` with column and index names lower-cased (MySQL compares them so)."""
-    return _norm_schema(schema, TableName(schema.name))
-
-
-def _norm_table(name: TableName) -> TableName:
-    return TableName(name_key(name.table), name.db and name_key(name.db))
-
-
-def _norm_schema(schema: TableSchema, table: TableName) -> TableSchema:
-    return TableSchema(
-        columns=tuple(_norm_column(c) for c in schema.columns),
-        primary_key=tuple(name_key(c) for c in schema.primary_key),
-        indexes=tuple(_norm_index(i) for i in schema.indexes),
-        charset=schema.charset,
-        collation=schema.collation,
-        name=table.table,
-    )
-
-
-def _norm_column(column: Column) -> Column:
-    generated = column.generated
-    if generated is not None:
-        tree = sqlglot.parse_one(generated, read="mysql")
-        for ident in tree.find_all(exp.Identifier):
-            ident.set("this", name_key(ident.name))
-        generated = tree.sql(dialect="mysql")
-    return dataclasses.replace(column, name=name_key(column.name), generated=generated)
-
-
-def _norm_index(index: Index) -> Index:
-    return Index(name_key(index.name), tuple(name_key(c) for c in index.columns), index.kind)
-
-
-def _norm_position(position: Position | None) -> Position | None:
-    if position is None or position.after is None:
-        return position
-    return Position(name_key(position.after))
-
-
-def _norm_spec(spec: AlterSpec) -> AlterSpec:
-    r = dataclasses.replace
-    if isinstance(spec, AddColumn | ModifyColumn):
-        return r(spec, column=_norm_column(spec.column), position=_norm_position(spec.position))
-    if isinstance(spec, ChangeColumn):
-        column, position = _norm_column(spec.column), _norm_position(spec.position)
-        return r(spec, old_name=name_key(spec.old_name), column=column, position=position)
-    if isinstance(spec, DropColumn | DropIndex | DropConstraint | SetDefault):
-        return r(spec, name=name_key(spec.name))
-    if isinstance(spec, RenameColumn | RenameIndex):
-        return r(spec, old_name=name_key(spec.old_name), new_name=name_key(spec.new_name))
-    if isinstance(spec, AddIndex):
-        return r(spec, index=_norm_index(spec.index))
-    if isinstance(spec, AddPrimaryKey):
-        return AddPrimaryKey(tuple(name_key(c) for c in spec.columns))
-    return spec  # DropPrimaryKey, TableOptions: no identifiers
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

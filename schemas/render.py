@@ -2,7 +2,8 @@
 
 Used for the downstream statement of a decision (logs, dashboard, JDBC sinks) and to keep
 pending DDLs in the coordinator's JSON state as text. ``parse_ddl(alter_sql(t, specs))``
-gives the same specs back (a test checks it).
+gives the same specs back (a test checks it), except :class:`ForeignKeyIndex`, which is
+rendered as the index it makes (downstream there is no foreign key).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from schemas.changes import (
     DropConstraint,
     DropIndex,
     DropPrimaryKey,
+    ForeignKeyIndex,
     ModifyColumn,
     Position,
     RenameColumn,
@@ -70,6 +72,12 @@ def _spec_sql(spec: AlterSpec) -> str:
             return f"DROP INDEX {quote(name)}"
         case DropConstraint(name):
             return f"DROP CONSTRAINT {quote(name)}"
+        case ForeignKeyIndex(name, columns):
+            # Downstream there is no foreign key: only the index InnoDB made for it.
+            cols = ", ".join(quote(c) for c in columns)
+            return (
+                f"ADD INDEX IF NOT EXISTS {quote(name)} ({cols})" if name else f"ADD INDEX ({cols})"
+            )
         case AddPrimaryKey(columns):
             return "ADD PRIMARY KEY (" + ", ".join(quote(c) for c in columns) + ")"
         case DropPrimaryKey():

@@ -22,7 +22,7 @@ from coordinator.routing import Extract, Route, Router
 from shardmerge.errors import ShardMergeError
 from streaming.hadoop_fs import join
 
-__all__ = ["ConfigError", "Settings", "load_settings"]
+__all__ = ["ConfigError", "RestartSettings", "Settings", "load_settings"]
 
 ENV_PREFIX = "SHARDMERGE__"
 
@@ -107,6 +107,32 @@ class SinkSettings(_Frozen):
     )
 
 
+class RestartSettings(_Frozen):
+    """Restarts of the query after a transient failure (``streaming/supervise.py``)."""
+
+    attempts: int = Field(
+        5, ge=0, description="restarts in a row before the job gives up (env ..._ATTEMPTS)"
+    )
+    initial_backoff_s: float = Field(
+        2, gt=0, description="wait before the first restart (env ..._INITIAL_BACKOFF_S)"
+    )
+    max_backoff_s: float = Field(
+        60, gt=0, description="the wait doubles per failure up to this (env ..._MAX_BACKOFF_S)"
+    )
+    reset_after_s: float = Field(
+        600,
+        gt=0,
+        description="a query that ran this long before failing counts from attempt 1 again "
+        "(env ..._RESET_AFTER_S)",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RestartSettings:
+        if self.max_backoff_s < self.initial_backoff_s:
+            raise ValueError("max_backoff_s must not be below initial_backoff_s")
+        return self
+
+
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -149,6 +175,7 @@ class Settings(_Frozen):
         "must be shared storage when the driver can run on another node"
     )
     trigger_interval: str = Field("5 seconds", description="micro-batch interval")
+    restart: RestartSettings = RestartSettings()
     dead_letter_path: str | None = Field(
         None, description="dead-letter Delta table (default CHECKPOINT/dead_letter)"
     )

@@ -1,20 +1,30 @@
-"""Fault injection for the exactly-once tests: die, or fail, at a named point.
+"""Fault injection for the reliability tests, at named points of the foreachBatch protocol.
 
 ``SHARDMERGE_CRASH_AT=point:n`` kills the process (``kill -9``, no cleanup, no flush) the
-n-th time it reaches ``point`` (n counts from 1). Unset, :func:`crash_point` costs one
-dictionary lookup. Points are listed in :data:`POINTS`; ``streaming/batch.py`` places them
-between the steps of the foreachBatch protocol.
+n-th time it reaches ``point`` (n counts from 1).
+
+``SHARDMERGE_STORAGE_FAULT=point:n:seconds:path`` takes a folder away the n-th time the
+process reaches ``point``: the folder (a Delta table: the stash or a target) is renamed to
+``path.away`` and a plain *file* takes its place for ``seconds``, then the folder comes
+back. Every read and write of the table fails meanwhile, also for root (who ignores
+permission bits) and also for a write that would otherwise create a fresh table at a
+missing path. The batch then fails and the query's restart policy has to ride it out.
 
 ``SHARDMERGE_RAISE_AT=point:n`` makes :func:`raise_point` raise :class:`InjectedFault` the
 n-th time this process reaches ``point`` (one of :data:`RAISE_POINTS`): a transient
 failure of a Spark/Delta call, which must fail the batch (Spark runs it again), never be
 read as "nothing there". It is read at each call, so a test can set it in-process.
+
+Unset, :func:`crash_point` costs two dictionary lookups. Points are listed in
+:data:`POINTS`; ``streaming/batch.py`` places them between the protocol's steps.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import threading
 from collections import Counter
 
 __all__ = [
@@ -38,23 +48,44 @@ POINTS = (
 RAISE_POINTS = ("stash_read",)
 _seen: Counter[str] = Counter()
 _raised: Counter[str] = Counter()
-_target = os.environ.get("SHARDMERGE_CRASH_AT")
+_crash = os.environ.get("SHARDMERGE_CRASH_AT")
+_storage = os.environ.get("SHARDMERGE_STORAGE_FAULT")
+log = logging.getLogger("shardmerge.faults")
+
+
+def crash_point(name: str) -> None:
+    if _crash is None and _storage is None:
+        return
+    _seen[name] += 1
+    if _crash is not None:
+        point, _, count = _crash.partition(":")
+        if point == name and _seen[name] == int(count or 1):
+            os.kill(os.getpid(), signal.SIGKILL)
+    if _storage is not None:
+        point, count, seconds, path = _storage.split(":", 3)
+        if point == name and _seen[name] == int(count):
+            _take_away(path, float(seconds))
+
+
+def _take_away(path: str, seconds: float) -> None:
+    away = path.rstrip("/") + ".away"
+    os.rename(path, away)
+    with open(path, "w") as fh:
+        fh.write("storage fault injected by SHARDMERGE_STORAGE_FAULT\n")
+    log.warning("storage fault: %s is a file for %.0fs", path, seconds)
+
+    def restore() -> None:
+        os.remove(path)
+        os.rename(away, path)
+        log.warning("storage fault: %s is back", path)
+
+    # Not a daemon: the process waits for the folder to come back before it exits.
+    threading.Timer(seconds, restore).start()
 
 
 class InjectedFault(RuntimeError):
     """The failure ``SHARDMERGE_RAISE_AT`` asked for (deliberately not a ShardMergeError:
     it stands for an I/O or Spark error, which nothing may catch and carry on)."""
-
-
-def crash_point(name: str) -> None:
-    if _target is None:
-        return
-    point, _, count = _target.partition(":")
-    if point != name:
-        return
-    _seen[name] += 1
-    if _seen[name] == int(count or 1):
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def raise_point(name: str) -> None:

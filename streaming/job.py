@@ -105,11 +105,15 @@ def anchored(pattern: str) -> str:
 
 
 def build_query(
-    spark: SparkSession, settings: Settings, *, available_now: bool = False
+    spark: SparkSession,
+    settings: Settings,
+    *,
+    available_now: bool = False,
+    processor: BatchProcessor | None = None,
 ) -> tuple[StreamingQuery, BatchProcessor]:
     from streaming.decode import decode
 
-    processor = BatchProcessor(spark, settings, decode)
+    processor = processor or BatchProcessor(spark, settings, decode)
     every = settings.stash_maintenance_every
 
     def batch(df: DataFrame, batch_id: int) -> None:
@@ -168,15 +172,30 @@ def run(
         from streaming.spark_session import session_for_job
 
         spark = session_for_job("shardmerge")
-    query, processor = build_query(spark, settings, available_now=available_now)
-    ops = None
-    if settings.ops.enabled:
-        from streaming.ops.running import start_ops
+    from streaming.supervise import supervise
 
-        ops = start_ops(spark, processor, query)
-        log.info("dashboard: %s  metrics: %smetrics", ops.url, ops.url)
+    ops = None
+    processor: BatchProcessor | None = None
+
+    def start() -> StreamingQuery:
+        # One processor (and its observer) for every restart of the query, so the ops
+        # server keeps counting across restarts; it follows the newest query's progress.
+        nonlocal ops, processor
+        query, processor = build_query(
+            spark, settings, available_now=available_now, processor=processor
+        )
+        if ops is not None:
+            ops.views.query = query
+        elif settings.ops.enabled:
+            from streaming.ops.running import start_ops
+
+            ops = start_ops(spark, processor, query)
+            log.info("dashboard: %s  metrics: %smetrics", ops.url, ops.url)
+        return query
+
     try:
-        query.awaitTermination()
+        # Restarts the query after a transient failure, with backoff and a limit.
+        supervise(start, settings.restart)
     finally:
         if ops is not None:
             ops.stop()

@@ -42,6 +42,7 @@ class JobCollector(Collector):
         yield from self._steps(snap)
         yield from self._progress()
         yield from self._tables()
+        yield from _restarts()
 
     # --- locks (from the persisted coordinator state) -------------------------------------
 
@@ -218,6 +219,27 @@ class JobCollector(Collector):
         counts = self.views.counts
         errors.add_metric([], 0 if counts is None else counts.errors)
         yield errors
+
+
+def _restarts() -> Iterator[Metric]:
+    """The query's restarts after transient failures (``streaming/supervise.py``)."""
+    from streaming.supervise import RESTARTS
+
+    snap = RESTARTS.snapshot()
+    total = CounterMetricFamily(
+        "shardmerge_query_restarts",
+        "restarts of the streaming query after a transient failure, by kind (kafka, query)",
+        labels=["kind"],
+    )
+    for kind, n in sorted(snap["by_kind"].items()):
+        total.add_metric([kind], n)
+    yield total
+    row = GaugeMetricFamily(
+        "shardmerge_query_failures_in_a_row",
+        "failures of the query since it last ran fine; the job stops at restart.attempts",
+    )
+    row.add_metric([], snap["in_a_row"])
+    yield row
 
 
 def _count(snap: dict[str, Any]) -> int:

@@ -155,3 +155,13 @@ def test_a_real_contradiction_behind_a_queue_is_still_a_conflict() -> None:
     assert f.ddl(S1, "ALTER TABLE tb1 RENAME COLUMN a TO c") == "waiting"
     assert f.ddl(S1, "ALTER TABLE tb1 ADD COLUMN d INT") == "waiting"
     assert f.ddl(S2, "ALTER TABLE tb1 RENAME COLUMN a TO x") == "conflict"
+
+
+def test_effect_of_a_guarded_change_that_does_not_apply_is_nothing() -> None:
+    from schemas.ddl import effect
+
+    schema = parse_create_table(BASE)
+    (change,) = parse_ddl("ALTER TABLE tb1 CHANGE COLUMN IF EXISTS nope x INT, CHANGE a c INT")
+    (plain,) = parse_ddl("ALTER TABLE tb1 CHANGE a c INT")
+    assert isinstance(change, AlterTable) and isinstance(plain, AlterTable)
+    assert effect(change, schema) == effect(plain, schema)

@@ -1,0 +1,266 @@
+"""What MySQL 8 and MariaDB accept beyond the basics, and what each clause means here
+(docs/ddl-coverage.md): read into the schema, recorded without effect, or refused with
+a reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from schemas.changes import (
+    AddColumn,
+    AddIndex,
+    AlterTable,
+    CreateTable,
+    DropColumn,
+    DropConstraint,
+    DropIndex,
+    DropTable,
+    ForeignKeyIndex,
+    ModifyColumn,
+)
+from schemas.ddl import apply, parse_create_table, parse_ddl
+from schemas.errors import DDLError
+from schemas.model import Index
+from schemas.render import alter_sql
+
+BASE = parse_create_table(
+    "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(10), KEY ka (a)) DEFAULT CHARSET=utf8mb4"
+)
+
+
+def alter(sql: str) -> AlterTable:
+    (change,) = parse_ddl(sql)
+    assert isinstance(change, AlterTable)
+    return change
+
+
+def test_foreign_keys_and_checks_are_recorded_without_effect() -> None:
+    schema = parse_create_table(
+        "CREATE TABLE c (id INT PRIMARY KEY, p INT NOT NULL, q INT REFERENCES x (id),"
+        " CONSTRAINT fk_p FOREIGN KEY (p) REFERENCES parent (id) ON DELETE CASCADE"
+        " ON UPDATE SET NULL, CONSTRAINT chk CHECK (p > 0) NOT ENFORCED, CHECK (q <> 1))"
+    )
+    assert schema.column_names() == ("id", "p", "q")
+    # InnoDB indexes a foreign key's columns when no index does, named after the symbol.
+    assert schema.indexes == (Index("fk_p", ("p",)),)
+    (change,) = parse_ddl(
+        "CREATE TABLE c (id INT PRIMARY KEY, p INT, FOREIGN KEY (p) REFERENCES x (id))"
+    )
+    assert isinstance(change, CreateTable)
+    assert change.schema.indexes == (Index("p", ("p",)),)
+    assert any("FOREIGN KEY" in text for text in change.ignored)
+    add = alter("ALTER TABLE t ADD CONSTRAINT fk_a FOREIGN KEY (a) REFERENCES u (id)")
+    assert add.specs == (ForeignKeyIndex("fk_a", ("a",)),)
+    assert apply(add, BASE) == BASE  # ka already starts with a
+    assert alter("ALTER TABLE t DROP FOREIGN KEY fk_a, DROP CHECK chk").specs == ()
+
+
+def test_drop_constraint_drops_a_unique_key_of_that_name_only() -> None:
+    schema = apply(alter("ALTER TABLE t ADD UNIQUE KEY u (b)"), BASE)
+    assert apply(alter("ALTER TABLE t DROP CONSTRAINT u"), schema) == BASE
+    assert apply(alter("ALTER TABLE t DROP CONSTRAINT some_fk"), BASE) == BASE
+    assert alter("ALTER TABLE t DROP CONSTRAINT u").specs == (DropConstraint("u"),)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "CREATE TABLE p (id INT, d DATE, PRIMARY KEY (id, d)) ENGINE=InnoDB"
+        " PARTITION BY RANGE (YEAR(d)) SUBPARTITION BY HASH (TO_DAYS(d)) SUBPARTITIONS 2"
+        " (PARTITION p0 VALUES LESS THAN (2000), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+        "CREATE TABLE p (id INT, d DATE, PRIMARY KEY (id, d))"
+        " /*!50100 PARTITION BY LIST COLUMNS (id) (PARTITION p0 VALUES IN (1, 2)) */",
+    ],
+)
+def test_partitioning_is_recorded_without_effect(sql: str) -> None:
+    (change,) = parse_ddl(sql)
+    assert isinstance(change, CreateTable)
+    assert change.schema.column_names() == ("id", "d")
+    assert any(text.upper().startswith("PARTITION BY") for text in change.ignored)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "ADD PARTITION (PARTITION p3 VALUES LESS THAN (2010))",
+        "REORGANIZE PARTITION p0 INTO (PARTITION a VALUES LESS THAN (5), PARTITION b VALUES LESS THAN (10))",
+        "COALESCE PARTITION 2",
+        "OPTIMIZE PARTITION p0",
+        "ANALYZE PARTITION ALL",
+        "REBUILD PARTITION p0, p1",
+        "REMOVE PARTITIONING",
+        "PARTITION BY KEY () PARTITIONS 4",
+        "ALGORITHM=INPLACE, LOCK=NONE",
+        "ENGINE=InnoDB ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8 STATS_PERSISTENT=1 COMPRESSION='zlib'",
+        "ALTER INDEX ka INVISIBLE",
+        "ALTER COLUMN a SET INVISIBLE",
+        "FORCE",
+        "ORDER BY a",
+        "DISABLE KEYS",
+    ],
+)
+def test_clauses_without_downstream_meaning_change_nothing(spec: str) -> None:
+    change = alter(f"ALTER TABLE t {spec}")
+    assert change.specs == ()
+    assert change.ignored
+    assert apply(change, BASE) == BASE
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        ("ALTER TABLE t DROP PARTITION p0, p1", "deletes the rows"),
+        ("ALTER TABLE t TRUNCATE PARTITION p0", "deletes the rows"),
+        ("ALTER TABLE t EXCHANGE PARTITION p0 WITH TABLE t2 WITHOUT VALIDATION", "swaps"),
+        ("ALTER TABLE t CONVERT PARTITION p0 TO TABLE t0", "moves rows"),
+        ("ALTER TABLE t IMPORT TABLESPACE", "no row events"),
+        ("ALTER TABLE t ADD SYSTEM VERSIONING", "system-versioned"),
+        (
+            "CREATE TABLE v (id INT, s TIMESTAMP(6) GENERATED ALWAYS AS ROW START,"
+            " e TIMESTAMP(6) GENERATED ALWAYS AS ROW END, PERIOD FOR SYSTEM_TIME (s, e))"
+            " WITH SYSTEM VERSIONING",
+            "system-versioned",
+        ),
+        ("CREATE TABLE s (id INT) SEQUENCE=1", "SEQUENCE"),
+        ("ALTER IGNORE TABLE t ADD PRIMARY KEY (a)", "duplicate rows"),
+    ],
+)
+def test_clauses_that_change_rows_without_row_events_are_refused(sql: str, reason: str) -> None:
+    with pytest.raises(DDLError) as info:
+        parse_ddl(sql)
+    assert reason in info.value.reason
+    assert "skip" in info.value.reason.lower()  # the operator is told what to do
+
+
+def test_spatial_and_mariadb_types_keep_their_names() -> None:
+    schema = parse_create_table(
+        "CREATE TABLE g (id INT PRIMARY KEY, p POINT NOT NULL SRID 4326, l LINESTRING,"
+        " y POLYGON REF_SYSTEM_ID=4326, c GEOMCOLLECTION, u UUID, i4 INET4, i6 INET6,"
+        " v VECTOR(3) NOT NULL, SPATIAL KEY (p))"
+    )
+    bases = {c.name: (c.type.base, c.type.length) for c in schema.columns}
+    assert bases["p"] == ("POINT", None) and bases["l"] == ("LINESTRING", None)
+    assert bases["y"] == ("POLYGON", None) and bases["c"] == ("GEOMETRYCOLLECTION", None)
+    assert bases["u"][0] == "UUID" and bases["i6"][0] == "INET6" and bases["v"] == ("VECTOR", 3)
+    change = alter("ALTER TABLE t ADD COLUMN pt POINT NOT NULL SRID 0 AFTER a")
+    assert isinstance(change.specs[0], AddColumn) and change.specs[0].column.type.base == "POINT"
+
+
+def test_binary_attribute_is_the_binary_collation_of_the_charset() -> None:
+    schema = parse_create_table(
+        "CREATE TABLE b (a VARCHAR(10) BINARY, b CHAR(2) CHARACTER SET latin1 BINARY,"
+        " c ENUM('x') BINARY) DEFAULT CHARSET=utf8mb4"
+    )
+    collations = [(c.type.charset, c.type.collation) for c in schema.columns]
+    assert collations == [
+        ("utf8mb4", "utf8mb4_bin"),
+        ("latin1", "latin1_bin"),
+        ("utf8mb4", "utf8mb4_bin"),
+    ]
+    explicit = parse_create_table(
+        "CREATE TABLE b (a VARCHAR(10) COLLATE utf8mb4_bin, b CHAR(2) CHARACTER SET latin1"
+        " COLLATE latin1_bin, c ENUM('x') COLLATE utf8mb4_bin) DEFAULT CHARSET=utf8mb4"
+    )
+    assert schema == explicit
+    added = apply(alter("ALTER TABLE t ADD COLUMN n VARCHAR(5) BINARY"), BASE)
+    column = added.column("n")
+    assert column is not None and column.type.collation == "utf8mb4_bin"
+
+
+def test_national_and_other_type_spellings() -> None:
+    spelled = parse_create_table(
+        "CREATE TABLE n (a NATIONAL CHARACTER VARYING(5), b NCHAR VARYING(4), c CHARACTER"
+        " VARYING(3), d NATIONAL CHAR(2), e SERIAL)"
+    )
+    plain = parse_create_table(
+        "CREATE TABLE n (a VARCHAR(5) CHARACTER SET utf8mb3, b VARCHAR(4) CHARACTER SET utf8mb3,"
+        " c VARCHAR(3), d CHAR(2) CHARACTER SET utf8mb3,"
+        " e BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE)"
+    )
+    assert spelled == plain
+
+
+def test_functional_and_prefix_key_parts() -> None:
+    schema = parse_create_table(
+        "CREATE TABLE f (a VARCHAR(100), b INT, KEY kp (a(10), b DESC), KEY ((lower(a))),"
+        " UNIQUE KEY kx ((b + 1), a))"
+    )
+    assert schema.index("kp") == Index("kp", ("a", "b"))
+    assert schema.index("functional_index") == Index("functional_index", ("(LOWER(a))",))
+    assert schema.index("kx") == Index("kx", ("(b + 1)", "a"), "UNIQUE")
+    assert parse_create_table(schema.to_sql()) == schema
+
+
+def test_generated_invisible_and_column_attributes() -> None:
+    schema = parse_create_table(
+        "CREATE TABLE g (a INT INVISIBLE COLUMN_FORMAT FIXED STORAGE DISK COMMENT 'x',"
+        " b INT AS (a + 1) PERSISTENT, c INT GENERATED ALWAYS AS (a * 2) VIRTUAL,"
+        " t TIMESTAMP DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,"
+        " z BLOB COMPRESSED, w INT WITHOUT SYSTEM VERSIONING, KEY k (a) INVISIBLE)"
+    )
+    b, c = schema.column("b"), schema.column("c")
+    assert b is not None and b.generated and b.stored
+    assert c is not None and c.generated and not c.stored
+    assert schema.column_names() == ("a", "b", "c", "t", "z", "w")
+
+
+def test_if_exists_in_alter_applies_where_it_can() -> None:
+    change = alter(
+        "ALTER TABLE t ADD COLUMN IF NOT EXISTS a BIGINT, ADD COLUMN IF NOT EXISTS n INT,"
+        " DROP COLUMN IF EXISTS gone, MODIFY COLUMN IF EXISTS nope INT,"
+        " DROP INDEX IF EXISTS nokey, ADD INDEX IF NOT EXISTS ka (b)"
+    )
+    assert isinstance(change.specs[0], AddColumn) and change.specs[0].if_exists
+    after = apply(change, BASE)
+    assert after.column_names() == ("id", "a", "b", "n")
+    assert after.column("a") == BASE.column("a")  # not redefined: it existed
+    assert after.index("ka") == BASE.index("ka")
+    assert parse_ddl(alter_sql("t", change.specs)) == (change,)  # rendered as MariaDB writes it
+    assert alter("ALTER TABLE t DROP COLUMN IF EXISTS a").specs == (
+        DropColumn("a", if_exists=True),
+    )
+    (modify,) = alter("ALTER TABLE t MODIFY IF EXISTS a BIGINT").specs
+    assert isinstance(modify, ModifyColumn) and modify.if_exists
+    assert modify.column.type.base == "BIGINT"
+
+
+def test_index_statements_with_options_and_mariadb_forms() -> None:
+    assert alter("CREATE INDEX kb ON t (b) ALGORITHM=INPLACE LOCK=NONE").specs == (
+        AddIndex(Index("kb", ("b",))),
+    )
+    assert alter("DROP INDEX ka ON t ALGORITHM=INPLACE LOCK=DEFAULT").specs == (DropIndex("ka"),)
+    assert alter("CREATE OR REPLACE INDEX ka ON t (b)").specs == (
+        DropIndex("ka", if_exists=True),
+        AddIndex(Index("ka", ("b",))),
+    )
+    assert alter("CREATE INDEX IF NOT EXISTS ka ON t (a)").specs == (
+        AddIndex(Index("ka", ("a",)), if_exists=True),
+    )
+
+
+def test_mariadb_create_or_replace_and_alter_heads() -> None:
+    changes = parse_ddl("CREATE OR REPLACE TABLE t (id INT PRIMARY KEY)")
+    assert isinstance(changes[0], DropTable) and changes[0].if_exists
+    assert isinstance(changes[1], CreateTable)
+    for head in (
+        "ALTER ONLINE TABLE t",
+        "ALTER TABLE t WAIT 5",
+        "ALTER TABLE t NOWAIT",
+        "ALTER TABLE IF EXISTS t",
+    ):
+        assert (
+            alter(f"{head} ADD COLUMN c INT").specs[0]
+            == alter("ALTER TABLE t ADD COLUMN c INT").specs[0]
+        )
+    assert [str(r.new) for r in parse_ddl("RENAME TABLES a TO b, c TO d NOWAIT")] == ["b", "d"]
+
+
+def test_table_options_keep_only_the_charset() -> None:
+    (change,) = parse_ddl(
+        "CREATE TABLE o (id INT) ENGINE=InnoDB AUTO_INCREMENT=5 DEFAULT CHARSET=latin1"
+        " COLLATE=latin1_bin ROW_FORMAT=DYNAMIC STATS_AUTO_RECALC=DEFAULT TABLESPACE ts1"
+        " STORAGE DISK DATA DIRECTORY='/x' ENCRYPTION='N' PAGE_CHECKSUM=1 COMMENT='c, d'"
+    )
+    assert isinstance(change, CreateTable)
+    assert (change.schema.charset, change.schema.collation) == ("latin1", "latin1_bin")
+    assert len(change.ignored) >= 8
