@@ -41,6 +41,7 @@ from coordinator.scenario.observe import Observation, row_key
 from coordinator.scenario.runner import ScenarioResult
 from coordinator.scenario.values import fill_value
 from devkit.scenario_spark import SparkScenarioSession, _Run, run_in_session
+from schemas.model import quote
 from shardmerge.errors import ShardMergeError
 from streaming.config import ExtractSettings, RouteSettings
 
@@ -55,25 +56,21 @@ class MariaDbRefused(ShardMergeError):
     """A MariaDB server refused a step's statement."""
 
 
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def dml_sql(table: str, step: Step) -> tuple[str, list[Any]]:
     """The SQL statement and parameters of a structured ``insert``/``update``/``delete``."""
     if step.insert is not None:
         cols = list(step.insert)
         marks = ", ".join(["%s"] * len(cols))
-        names = ", ".join(_q(c) for c in cols)
-        return f"INSERT INTO {_q(table)} ({names}) VALUES ({marks})", list(step.insert.values())
+        names = ", ".join(quote(c) for c in cols)
+        return f"INSERT INTO {quote(table)} ({names}) VALUES ({marks})", list(step.insert.values())
     if step.update is not None:
-        sets = ", ".join(f"{_q(c)} = %s" for c in step.update.set)
-        where = " AND ".join(f"{_q(c)} <=> %s" for c in step.update.key)
+        sets = ", ".join(f"{quote(c)} = %s" for c in step.update.set)
+        where = " AND ".join(f"{quote(c)} <=> %s" for c in step.update.key)
         params = [*step.update.set.values(), *step.update.key.values()]
-        return f"UPDATE {_q(table)} SET {sets} WHERE {where}", params
+        return f"UPDATE {quote(table)} SET {sets} WHERE {where}", params
     if step.delete is not None:
-        where = " AND ".join(f"{_q(c)} <=> %s" for c in step.delete)
-        return f"DELETE FROM {_q(table)} WHERE {where}", list(step.delete.values())
+        where = " AND ".join(f"{quote(c)} <=> %s" for c in step.delete)
+        return f"DELETE FROM {quote(table)} WHERE {where}", list(step.delete.values())
     raise ValueError(f"not a DML step: {step}")
 
 
@@ -185,14 +182,14 @@ class _MariaRun(_Run):
                     cur.execute("SHOW DATABASES")
                     for (db,) in cur.fetchall():
                         if db.lower() not in SYSTEM_DBS:
-                            cur.execute(f"DROP DATABASE {_q(db)}")
-                    cur.execute(f"CREATE DATABASE {_q(MARKER_DB)}")
+                            cur.execute(f"DROP DATABASE {quote(db)}")
+                    cur.execute(f"CREATE DATABASE {quote(MARKER_DB)}")
                     cur.execute(
-                        f"CREATE TABLE {_q(MARKER_DB)}.marker (id INT PRIMARY KEY, n BIGINT)"
+                        f"CREATE TABLE {quote(MARKER_DB)}.marker (id INT PRIMARY KEY, n BIGINT)"
                     )
-                    cur.execute(f"INSERT INTO {_q(MARKER_DB)}.marker VALUES (1, 0)")
+                    cur.execute(f"INSERT INTO {quote(MARKER_DB)}.marker VALUES (1, 0)")
                     for db in self.dbs:
-                        cur.execute(f"CREATE DATABASE {_q(db)}")
+                        cur.execute(f"CREATE DATABASE {quote(db)}")
             finally:
                 conn.close()
         from schemas.ddl import parse_create_table
@@ -417,7 +414,7 @@ class _MariaRun(_Run):
                     shard = ShardId(source, db, table)
                     if router.kind(shard) is not TableKind.SHARD or not router.route(shard):
                         continue
-                    cur.execute(f"SELECT * FROM {_q(db)}.{_q(table)}")
+                    cur.execute(f"SELECT * FROM {quote(db)}.{quote(table)}")
                     cols = [d[0].lower() for d in cur.description]
                     rows += [(shard, dict(zip(cols, v, strict=True))) for v in cur.fetchall()]
         finally:

@@ -219,12 +219,16 @@ class _Run:
             return
         for p in self.producers.values():
             p.flush()
+        from pyspark.errors import StreamingQueryException
+
         from streaming.job import build_query
 
         query, _ = build_query(self.s.spark, self.settings, available_now=True)
         try:
             query.awaitTermination()
-        except Exception as e:
+        except StreamingQueryException as e:
+            # The job stopped (a strict conflict, ...): what the file's `error` expects.
+            # Anything else (the JVM gone, ...) is not a result and fails the run.
             self.error = _root_message(e)
         else:
             exc = query.exception()

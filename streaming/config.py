@@ -92,6 +92,11 @@ class RouteSettings(_Frozen):
 class TargetSettings(_Frozen):
     mode: Literal["optimistic", "pessimistic"] = "optimistic"
     strict: bool = False
+    rewrite_incompatible: bool = Field(
+        False,
+        description="a type change Delta cannot make in place (e.g. DECIMAL(5,2) to "
+        "DECIMAL(5,3)) rewrites the table in one commit instead of waiting in stage conflict",
+    )
 
 
 class SinkSettings(_Frozen):
@@ -208,6 +213,9 @@ class Settings(_Frozen):
 
     def default_config(self) -> TargetConfig:
         return TargetConfig(self.default_target.mode, self.default_target.strict)
+
+    def target_settings(self, target: TargetId) -> TargetSettings:
+        return self.targets.get(str(target), self.default_target)
 
     def dead_letters(self) -> str:
         return self.dead_letter_path or join(self.checkpoint, "dead_letter")

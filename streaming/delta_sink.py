@@ -2,6 +2,10 @@
 
 - Tables are created with column mapping (``delta.columnMapping.mode=name``), so RENAME and
   DROP COLUMN work, and with type widening, so INT -> BIGINT and similar MODIFYs work.
+- A type change Delta cannot make in place (by its own widening rules, or because it says
+  so) is refused with :class:`SinkError`, or, when the target allows it
+  (``rewrite_incompatible``), made by rewriting the table: one overwrite commit that casts
+  every row, refused if a value does not fit, as MySQL's copying ALTER TABLE would.
 - Row writes are MERGEs carrying ``txnAppId``/``txnVersion`` (Delta skips a version it has
   already recorded for the app id): a re-run batch writes nothing twice. The app id is the
   checkpoint's (streaming/state_store.py), so a new checkpoint never has a write skipped.
@@ -15,7 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from delta.tables import DeltaTable
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from coordinator.decisions import ApplyDDL
 from schemas.changes import (
@@ -25,27 +32,15 @@ from schemas.changes import (
     ModifyColumn,
     RenameColumn,
 )
-from schemas.model import TableSchema
+from schemas.model import Column, TableSchema
 from shardmerge.errors import ShardMergeError
 from streaming.quoting import ident, table_at
-from streaming.spark_types import delta_type, literal_expr, schema_ddl
+from streaming.spark_types import delta_type, literal_expr, schema_ddl, widens_in_place
 
 __all__ = ["DeltaSink", "SinkError", "txn"]
 
-# Type changes Delta's type widening accepts (Delta 4.x docs, "Type widening").
-_WIDENING = {
-    ("TINYINT", "SMALLINT"),
-    ("TINYINT", "INT"),
-    ("TINYINT", "BIGINT"),
-    ("SMALLINT", "INT"),
-    ("SMALLINT", "BIGINT"),
-    ("INT", "BIGINT"),
-    ("FLOAT", "DOUBLE"),
-    ("TINYINT", "DOUBLE"),
-    ("SMALLINT", "DOUBLE"),
-    ("INT", "DOUBLE"),
-    ("DATE", "TIMESTAMP_NTZ"),
-}
+# Offending values named in a refused rewrite.
+_SAMPLES = 5
 
 
 class SinkError(ShardMergeError):
@@ -73,11 +68,10 @@ class DeltaSink:
         return table_at(path)
 
     def exists(self, path: str) -> bool:
-        try:
-            self.spark.sql(f"DESCRIBE DETAIL {self.table(path)}").collect()
-            return True
-        except Exception:
-            return False
+        """Whether a Delta table is at ``path``, by Delta's own check. Any failure to find
+        out (storage, permissions, a corrupt log) raises: read as "no table", it would
+        let a caller treat held rows as absent."""
+        return bool(DeltaTable.isDeltaTable(self.spark, path))
 
     def create(self, path: str, schema: TableSchema) -> None:
         self.spark.sql(
@@ -91,12 +85,22 @@ class DeltaSink:
         fields = self.spark.read.format("delta").load(path).schema.fields
         return {f.name.lower(): f.dataType.simpleString().upper() for f in fields}
 
-    def alter(self, path: str, decision: ApplyDDL, version: Callable[[], int]) -> None:
+    def alter(
+        self,
+        path: str,
+        decision: ApplyDDL,
+        version: Callable[[], int],
+        *,
+        rewrite: bool = False,
+    ) -> None:
         """Apply the decision's specs, each only if the table still needs it.
 
         An added column whose MySQL fill value is not NULL (a default, or the implicit 0 of
         a NOT NULL column) is filled in the existing rows, as MySQL does upstream; that
-        UPDATE takes a write slot from ``version`` whether or not it runs."""
+        UPDATE takes a write slot from ``version`` whether or not it runs. So does every
+        type change (MODIFY, CHANGE): its slot guards the rewrite of the table, when the
+        change needs one and ``rewrite`` allows it. Raises :class:`SinkError` for a change
+        Delta cannot make."""
         table = self.table(path)
         for spec in decision.specs:
             have = self.columns(path)
@@ -129,10 +133,11 @@ class DeltaSink:
                 case RenameColumn(old, new):
                     self._rename(table, have, old, new)
                 case ChangeColumn(old, column, _):
+                    slot = version()
                     self._rename(table, have, old, column.name)
-                    self._retype(path, table, column.name, delta_type(column.type))
+                    self._retype(path, decision, column, slot, rewrite)
                 case ModifyColumn(column, _):
-                    self._retype(path, table, column.name, delta_type(column.type))
+                    self._retype(path, decision, column, version(), rewrite)
                 case _:
                     pass  # indexes, keys, charsets, defaults: nothing to do on Delta
 
@@ -140,23 +145,57 @@ class DeltaSink:
         if old.lower() != new.lower() and old.lower() in have and new.lower() not in have:
             self.spark.sql(f"ALTER TABLE {table} RENAME COLUMN {ident(old)} TO {ident(new)}")
 
-    def _retype(self, path: str, table: str, name: str, wanted: str) -> None:
+    def _retype(self, path: str, d: ApplyDDL, column: Column, slot: int, rewrite: bool) -> None:
+        name, wanted = column.name, delta_type(column.type)
         current = self.columns(path).get(name.lower())
         if current is None or _same_type(current, wanted):
-            return
-        if (current, wanted) in _WIDENING or (
-            current.startswith("DECIMAL") and wanted.startswith("DECIMAL")
-        ):
-            self.spark.sql(f"ALTER TABLE {table} ALTER COLUMN {ident(name)} TYPE {wanted}")
-            return
-        if wanted == "STRING" and current == "STRING":
-            return
-        raise SinkError(
-            f"Delta table {path} cannot change column {name!r} from {current} to {wanted} "
-            "(not a type widening Delta supports); rebuild the table with the new type "
-            "(e.g. copy it with a cast into a new table with the same columns and column "
-            "mapping, then swap the folders)"
+            return  # nothing to do, or done by an earlier run of this batch
+        if widens_in_place(current, wanted):
+            try:
+                self.spark.sql(
+                    f"ALTER TABLE {self.table(path)} ALTER COLUMN {ident(name)} TYPE {wanted}"
+                )
+                return
+            except AnalysisException as e:
+                # SQLSTATE class 0A is "feature not supported": Delta refuses the change
+                # (NOT_SUPPORTED_CHANGE_COLUMN, ...). Any other failure fails the batch.
+                if not (e.getSqlState() or "").startswith("0A"):
+                    raise
+                if not rewrite:
+                    raise SinkError(_cannot(path, d, name, current, wanted, str(e))) from e
+        elif not rewrite:
+            raise SinkError(_cannot(path, d, name, current, wanted, "not a type widening"))
+        self._rewrite(path, d, name, wanted, slot)
+
+    def _rewrite(self, path: str, d: ApplyDDL, name: str, wanted: str, slot: int) -> None:
+        """Cast column ``name`` of every row to ``wanted`` in one overwrite commit that
+        carries (the app id, ``slot``); refuse, naming rows, if a value does not fit."""
+        rows = self.spark.read.format("delta").load(path)
+        cast = F.expr(f"try_cast({ident(name)} AS {wanted})")
+        unfit = rows.filter(F.col(ident(name)).isNotNull() & cast.isNull())
+        key = [k for k in d.schema.primary_key if k.lower() in self.columns(path)] or [name]
+        samples = (
+            unfit.select(*[F.col(ident(k)) for k in key], F.col(ident(name)))
+            .limit(_SAMPLES)
+            .collect()
         )
+        if samples:
+            shown = "; ".join(
+                ", ".join(f"{k}={r[i]}" for i, k in enumerate(key)) + f": {r[len(key)]}"
+                for r in samples
+            )
+            raise SinkError(
+                f"Delta table {path}: rewriting column {name!r} as {wanted} for "
+                f"{d.statement!r}: {unfit.count()} value(s) do not fit (MySQL's ALTER "
+                f"would refuse them too), e.g. {shown}. Fix those rows upstream, or widen "
+                "the type further"
+            )
+        out = rows.select(
+            *[cast.alias(f.name) if f.name.lower() == name.lower() else F.col(ident(f.name))
+              for f in rows.schema.fields]
+        )  # fmt: skip
+        with txn(self.spark, self.app_id, slot):
+            out.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
 
     def merge(
         self, path: str, src: DataFrame, key: list[str], columns: list[str], version: int
@@ -180,6 +219,17 @@ class DeltaSink:
     def delete(self, path: str, where: str, version: int) -> None:
         with txn(self.spark, self.app_id, version):
             self.spark.sql(f"DELETE FROM {self.table(path)} WHERE {where}")
+
+
+def _cannot(path: str, d: ApplyDDL, name: str, current: str, wanted: str, why: str) -> str:
+    return (
+        f"Delta table {path} cannot change column {name!r} from {current} to {wanted} in "
+        f"place ({why.splitlines()[0] if why else 'refused'}). Either set "
+        f"targets.{d.target}.rewrite_incompatible: true, and shardmerge rewrites the table "
+        "with the new type in one commit (refused if a value does not fit), or rebuild it "
+        "yourself (copy it with a cast into a table with the same columns and column "
+        "mapping, then swap the folders)"
+    )
 
 
 def _same_type(current: str, wanted: str) -> bool:

@@ -69,7 +69,12 @@ class Executor:
                     self.schemas[d.target] = d.schema
                 case ApplyDDL():
                     try:
-                        self.sink.alter(self.settings.table_path(d.target), d, self.version)
+                        self.sink.alter(
+                            self.settings.table_path(d.target),
+                            d,
+                            self.version,
+                            rewrite=self.settings.target_settings(d.target).rewrite_incompatible,
+                        )
                     except SinkError as e:
                         # The change waits, with what follows it for this target; the job
                         # goes on and the target's rows wait in the stash (stage conflict).

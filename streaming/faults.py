@@ -10,6 +10,11 @@ back. Every read and write of the table fails meanwhile, also for root (who igno
 permission bits) and also for a write that would otherwise create a fresh table at a
 missing path. The batch then fails and the query's restart policy has to ride it out.
 
+``SHARDMERGE_RAISE_AT=point:n`` makes :func:`raise_point` raise :class:`InjectedFault` the
+n-th time this process reaches ``point`` (one of :data:`RAISE_POINTS`): a transient
+failure of a Spark/Delta call, which must fail the batch (Spark runs it again), never be
+read as "nothing there". It is read at each call, so a test can set it in-process.
+
 Unset, :func:`crash_point` costs two dictionary lookups. Points are listed in
 :data:`POINTS`; ``streaming/batch.py`` places them between the protocol's steps.
 """
@@ -22,7 +27,14 @@ import signal
 import threading
 from collections import Counter
 
-__all__ = ["POINTS", "crash_point"]
+__all__ = [
+    "POINTS",
+    "RAISE_POINTS",
+    "InjectedFault",
+    "crash_point",
+    "raise_point",
+    "reset_raise_counts",
+]
 
 POINTS = (
     "after_decode",  # dead letters written, nothing else
@@ -32,7 +44,10 @@ POINTS = (
     "before_state",  # every write done, state not saved
     "after_state",  # state saved, Spark's commit not yet written
 )
+# Whether the stash exists, when a batch reads the held rows it releases.
+RAISE_POINTS = ("stash_read",)
 _seen: Counter[str] = Counter()
+_raised: Counter[str] = Counter()
 _crash = os.environ.get("SHARDMERGE_CRASH_AT")
 _storage = os.environ.get("SHARDMERGE_STORAGE_FAULT")
 log = logging.getLogger("shardmerge.faults")
@@ -66,3 +81,25 @@ def _take_away(path: str, seconds: float) -> None:
 
     # Not a daemon: the process waits for the folder to come back before it exits.
     threading.Timer(seconds, restore).start()
+
+
+class InjectedFault(RuntimeError):
+    """The failure ``SHARDMERGE_RAISE_AT`` asked for (deliberately not a ShardMergeError:
+    it stands for an I/O or Spark error, which nothing may catch and carry on)."""
+
+
+def raise_point(name: str) -> None:
+    target = os.environ.get("SHARDMERGE_RAISE_AT")
+    if target is None:
+        return
+    point, _, count = target.partition(":")
+    if point != name:
+        return
+    _raised[name] += 1
+    if _raised[name] == int(count or 1):
+        raise InjectedFault(f"injected fault at {name} (SHARDMERGE_RAISE_AT={target})")
+
+
+def reset_raise_counts() -> None:
+    """Count :func:`raise_point` visits from zero again (a test arming a new fault)."""
+    _raised.clear()

@@ -10,10 +10,12 @@ Debezium's encodings (``io.debezium.time.Date`` days, ``Timestamp`` ms, ``MicroT
 
 from __future__ import annotations
 
+import re
+
 from schemas.model import SPATIAL_TYPES, ColumnType, TableSchema, string_value
 from streaming.quoting import ident, literal, string
 
-__all__ = ["delta_type", "value_expr"]
+__all__ = ["delta_type", "value_expr", "widens_in_place"]
 
 _INT_SIGNED = {
     "TINYINT": "TINYINT",
@@ -113,3 +115,39 @@ def literal_expr(t: ColumnType, sql_literal: str) -> str:
 def schema_ddl(schema: TableSchema) -> str:
     """The column list of a CREATE TABLE for Delta: ``id INT, a STRING, ...``."""
     return ", ".join(f"{ident(c.name)} {delta_type(c.type)}" for c in schema.columns)
+
+
+# Delta 4.x type widening ("Delta type widening", docs.delta.io): the changes
+# ALTER COLUMN ... TYPE makes in place, without rewriting data files.
+_WIDER = {
+    "TINYINT": {"SMALLINT", "INT", "BIGINT", "DOUBLE"},
+    "SMALLINT": {"INT", "BIGINT", "DOUBLE"},
+    "INT": {"BIGINT", "DOUBLE"},
+    "FLOAT": {"DOUBLE"},
+    "DATE": {"TIMESTAMP_NTZ"},
+}
+# An integer becomes a decimal with at least this many integer digits (the docs' "minimum
+# target": DECIMAL(10,0) for byte, short and int, DECIMAL(20,0) for long).
+_INTEGER_DIGITS = {"TINYINT": 10, "SMALLINT": 10, "INT": 10, "BIGINT": 20}
+_DECIMAL = re.compile(r"^DECIMAL\((\d+),(\d+)\)$")
+
+
+def widens_in_place(current: str, wanted: str) -> bool:
+    """Whether Delta changes a column of type ``current`` to ``wanted`` in place (both
+    Spark SQL type names, as :func:`delta_type` writes them). DECIMAL(p, s) goes to
+    DECIMAL(p + k1, s + k2) only when k1 >= k2 >= 0: never fewer integer digits, never
+    less scale; so DECIMAL(5,2) -> DECIMAL(5,3) needs a rewrite."""
+    current, wanted = current.replace(" ", "").upper(), wanted.replace(" ", "").upper()
+    if wanted in _WIDER.get(current, ()):
+        return True
+    to = _DECIMAL.match(wanted)
+    if to is None:
+        return False
+    precision, scale = int(to.group(1)), int(to.group(2))
+    if current in _INTEGER_DIGITS:
+        return precision - scale >= _INTEGER_DIGITS[current]
+    was = _DECIMAL.match(current)
+    if was is None:
+        return False
+    p0, s0 = int(was.group(1)), int(was.group(2))
+    return scale >= s0 and precision - scale >= p0 - s0

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from streaming.contract import EVENT_SCHEMA
 from streaming.control import ORDER_KEY
 from streaming.delta_sink import txn
+from streaming.faults import raise_point
 from streaming.quoting import ident, table_at
 
 __all__ = ["STASH_COLUMNS", "Stash", "append"]
@@ -46,6 +47,7 @@ class Stash:
     def exists(self) -> bool:
         """Whether the stash table was created (Delta's own check; any other failure
         is raised, never read as "no stash")."""
+        raise_point("stash_read")
         return DeltaTable.isDeltaTable(self.spark, self.path)
 
     def rows(self, df: DataFrame, target: str, version: str, batch: int) -> DataFrame:

@@ -7,7 +7,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from schemas.model import Column
+from schemas.model import Column, string_value
 
 __all__ = ["canonical", "fill_value", "literal_value"]
 
@@ -18,7 +18,7 @@ def literal_value(sql: str) -> Any:
     if text.upper() == "NULL":
         return None
     if len(text) >= 2 and text[0] == text[-1] == "'":
-        return text[1:-1].replace("''", "'").replace("\\\\", "\\")
+        return string_value(text)
     try:
         return int(text)
     except ValueError:

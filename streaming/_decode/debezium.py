@@ -106,7 +106,7 @@ _DDL_TOKEN = (
 def stages(source_map: str) -> list[Stage]:
     """From the parsed value ``_j`` to the body ``_b`` (the bare envelope or the payload),
     the schema's fingerprint and DECIMAL fields, and the converted DECIMALs."""
-    body = "named_struct(" + ", ".join(f"'{n}', _j.`{n}`" for n, _ in _BODY) + ")"
+    body = "named_struct(" + ", ".join(f"{lit(n)}, _j.{ident(n)}" for n, _ in _BODY) + ")"
     env = (
         "(_j.payload IS NOT NULL AND "
         "(_j.schema IS NOT NULL OR array_contains(json_object_keys(_v), 'schema')))"

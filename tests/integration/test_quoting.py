@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from tests.test_quoting import HOSTILE
 
 from schemas.model import Column, ColumnType, TableSchema, sql_string
 from streaming.delta_sink import DeltaSink
 from streaming.quoting import ident, literal, map_get, path, string, table_at
 from streaming.spark_types import literal_expr
+from tests.unit.test_quoting import HOSTILE
 
 pytestmark = pytest.mark.spark
 
@@ -88,7 +88,7 @@ def test_delta_table_with_hostile_names_and_defaults(spark: SparkSession, tmp_pa
         ),
         primary_key=(key,),
     )
-    sink = DeltaSink(spark, "test-quoting")
+    sink = DeltaSink(spark, "test-" + tmp_path.name)
     sink.create(location, schema)
     hostile_value = "it's \\ \\' 😀"
     spark.sql(f"INSERT INTO {table_at(location)} VALUES ({string(hostile_value)}, {string('x')})")

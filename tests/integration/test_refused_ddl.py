@@ -4,10 +4,13 @@ fixed the table by hand, ``unlock TARGET --retry`` runs the change and releases 
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from pyspark.sql import functions as F
 
 from coordinator.ids import TargetId
+from streaming.config import TargetSettings
 from streaming.state_store import StateStore
 from tests.integration.test_ordering import BASE, Pipeline, ddl, row
 
@@ -58,4 +61,47 @@ def test_a_change_delta_cannot_make_waits_for_the_operator(kafka, spark, tmp_pat
         {"id": 4, "a": "four"},
         {"id": 5, "a": "five"},
         {"id": 6, "a": "six"},
+    ]
+
+
+DEC = "CREATE TABLE {t} (id INT PRIMARY KEY, p DECIMAL(5,2))"
+DEC3 = "CREATE TABLE {t} (id INT PRIMARY KEY, p DECIMAL(5,3))"
+
+
+def test_a_decimal_delta_cannot_widen_waits_then_is_rewritten(kafka, spark, tmp_path):
+    """MODIFY p DECIMAL(5,3) on DECIMAL(5,2): more scale, one integer digit less. Delta
+    cannot do it in place; the job does not stop, and with rewrite_incompatible the retry
+    rewrites the table with the new type."""
+    p = Pipeline(kafka, spark, tmp_path, "pessimistic")
+    p.send(
+        [ddl(p, t, DEC.format(t=t), DEC) for t in ("t1", "t2")]
+        + row(p, "t1", {"id": 1, "p": "1.25"}, DEC)
+        + row(p, "t2", {"id": 2, "p": "12.50"}, DEC)
+    )
+    p.run()
+    p.send(
+        [ddl(p, t, f"ALTER TABLE {t} MODIFY p DECIMAL(5,3)", DEC3) for t in ("t1", "t2")]
+        + row(p, "t1", {"id": 3, "p": "1.125"}, DEC3)
+    )
+    p.run()  # the job does not stop
+    lock = p.lock()
+    assert lock["stage"] == "conflict"
+    assert "from DECIMAL(5,2) to DECIMAL(5,3)" in lock["conflict"]
+    assert "rewrite_incompatible" in lock["conflict"] and "--retry" in lock["conflict"]
+    assert [r["id"] for r in p.rows()] == [1, 2]  # row 3 waits in the stash
+
+    p.settings = p.settings.model_copy(
+        update={
+            "targets": {"shop.t": TargetSettings(mode="pessimistic", rewrite_incompatible=True)}
+        }
+    )
+    StateStore(spark, p.settings.checkpoint).submit("unlock shop.t --retry")
+    p.send(row(p, "t2", {"id": 4, "p": "2.5"}, DEC3))  # a batch to apply the command
+    p.run()
+    assert p.lock()["stage"] == "none" and p.lock()["blocked"] == []
+    assert p.rows() == [
+        {"id": 1, "p": Decimal("1.250")},
+        {"id": 2, "p": Decimal("12.500")},
+        {"id": 3, "p": Decimal("1.125")},
+        {"id": 4, "p": Decimal("2.500")},
     ]
