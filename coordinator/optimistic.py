@@ -150,8 +150,15 @@ class OptimisticRules(LockRules):
             t.set_schema(s, s.post)
         reason = f"{len(posts)} shard(s) ran {first.pending[0].sql!r}; the lock resolved"
         t.run_downstream(specs + extra, _applied(mid, extra, joined), reason, out)
+        # Every resolved DDL is done before any shard moves on: a DDL a released shard had
+        # queued must not be weighed against another shard's DDL that just resolved (that
+        # would put the lock in `conflict` with a contradiction that no longer exists).
+        for s in posts:
+            s.post = None
+            s.conflict = None
         for s in posts:
             self.release(t, s, out)
+        self.settle(t, out)
 
 
 def _applied(base: TableSchema, specs: tuple[AlterSpec, ...], fallback: TableSchema) -> TableSchema:

@@ -1,9 +1,10 @@
 """Pessimistic shard DDL: every shard runs the same DDLs in the same order.
 
 Internal module. The lock's ``expected`` DDL is the first one a shard ran; each shard
-that runs it is held and joins ``ready``. DDLs are compared after normalisation (parsed,
-identifiers lower-cased, table routed to the target), so spelling does not matter and
-column position does. A different DDL at that position is a conflict. When every shard of
+that runs it is held and joins ``ready``. DDLs are compared by the schema change they
+make (:func:`_same`), so spelling and the way of saying it do not matter (``RENAME
+COLUMN`` or ``CHANGE``, ``MODIFY`` or ``ALTER COLUMN ... SET DEFAULT``) and column
+position does. A different DDL at that position is a conflict. When every shard of
 the target is ready, the DDL runs downstream once and the shards are released in the
 order they were held; DDLs they ran meanwhile are then processed one by one, which is how
 "each shard's sequence is a prefix of the lock's sequence" is checked.
@@ -14,18 +15,31 @@ from __future__ import annotations
 from coordinator.decisions import Decision
 from coordinator.locks import LockRules
 from coordinator.target import PendingDDL, ShardState, Target
-from schemas.changes import AlterTable, SchemaChange
-from schemas.ddl import apply, normalize
+from schemas.changes import AlterTable
+from schemas.ddl import apply, effect, normalize_schema
 from schemas.errors import Incompatible, SchemaError
 from schemas.lattice import compare
-from schemas.model import TableName, TableSchema
+from schemas.model import TableSchema
 
 __all__ = ["PessimisticRules"]
 
 
-def _key(t: Target, ddl: PendingDDL) -> SchemaChange | None:
-    assert ddl.change is not None
-    return normalize(ddl.change, TableName(t.id.table))
+def _same(st: ShardState, a: PendingDDL, b: PendingDDL) -> bool:
+    """Whether two DDLs make the same change to the shard's schema.
+
+    What is compared is the resulting schema change (the schema after it, names folded,
+    column order included, and which old column each new one keeps the data of), not the
+    text: ``RENAME COLUMN a TO c`` and ``CHANGE a c INT`` on an INT column are the same
+    DDL, a DROP and an ADD of the same name are not a rename."""
+    if a is b:
+        return True
+    if not isinstance(a.change, AlterTable) or not isinstance(b.change, AlterTable):
+        return False
+    try:
+        ea, eb = effect(a.change, st.schema), effect(b.change, st.schema)
+    except SchemaError:
+        return False
+    return (normalize_schema(ea[0]), ea[1]) == (normalize_schema(eb[0]), eb[1])
 
 
 class PessimisticRules(LockRules):
@@ -38,7 +52,7 @@ class PessimisticRules(LockRules):
             self.block(t, st, ddl, f"shard {st.shard}: {ddl.sql!r} cannot apply: {e}", out)
             return
         owed = t.owed.get(st.shard)
-        if owed is not None and _key(t, owed) == _key(t, ddl):
+        if owed is not None and _same(st, owed, ddl):
             # An operator already ran this DDL downstream: the shard just catches up.
             del t.owed[st.shard]
             t.set_schema(st, apply(change, st.schema))
@@ -47,7 +61,7 @@ class PessimisticRules(LockRules):
             t.expected = ddl
             t.ready = [st.shard]
             t.hold(st, ddl, f"shard {st.shard} ran {ddl.sql!r}; waiting for the other shards", out)
-        elif _key(t, ddl) == _key(t, t.expected):
+        elif _same(st, ddl, t.expected):
             t.ready.append(st.shard)
             t.hold(st, ddl, f"shard {st.shard} ran {ddl.sql!r}; waiting for the other shards", out)
         else:
@@ -95,7 +109,7 @@ class PessimisticRules(LockRules):
 
     def executed(self, t: Target, st: ShardState, post: TableSchema, out: list[Decision]) -> None:
         ddl = st.pending[0]
-        same = t.expected is not None and _key(t, t.expected) == _key(t, ddl)
+        same = t.expected is not None and _same(st, t.expected, ddl)
         peers = [t.shards[s] for s in t.ready if s in t.shards] if same else []
         if st not in peers:
             peers.append(st)

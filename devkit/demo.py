@@ -4,6 +4,10 @@ Starts a local Kafka broker, writes a sharded Debezium workload (8 shards of
 ``shop.orders`` by default) during which two DDLs roll out shard by shard (an ADD COLUMN,
 then a RENAME COLUMN), runs the streaming job on it, prints progress and every change of
 lock stage, and ends with a summary and the path of the Delta table to inspect.
+
+The job's dashboard, ``/metrics`` and operator API are served while it runs (the URL is
+printed), and after the workload is done until Ctrl-C, so the rollout and the final state
+can be looked at; ``--exit`` stops at once instead.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 from streaming.config import (
     KafkaSettings,
+    OpsSettings,
     RouteSettings,
     Settings,
     SinkSettings,
@@ -46,12 +51,19 @@ def cli_main(argv: list[str]) -> int:
     parser.add_argument("--mode", choices=["optimistic", "pessimistic"], default="optimistic")
     parser.add_argument("--trigger", default="2 seconds", help="micro-batch interval")
     parser.add_argument("--max-offsets", type=int, default=25_000, help="records per batch")
+    parser.add_argument(
+        "--port", type=int, default=9464, help="dashboard port on 127.0.0.1 (0: any free one)"
+    )
+    parser.add_argument(
+        "--exit", action="store_true", help="stop when the workload is done (no serving)"
+    )
     args = parser.parse_args(argv)
 
     from devkit import kafka_local
     from devkit.producer import DebeziumProducer, send_workload
     from devkit.workload import sharded_workload
     from streaming.job import build_query
+    from streaming.ops.running import start_ops
     from streaming.spark_session import build_spark
     from streaming.state_store import StateStore
 
@@ -74,6 +86,7 @@ def cli_main(argv: list[str]) -> int:
             sink=SinkSettings(path=str(work / "lake")),
             checkpoint=str(work / "checkpoint"),
             trigger_interval=args.trigger,
+            ops=OpsSettings(port=args.port),
         )
         producer = DebeziumProducer(broker.bootstrap, "shop")
         events = sharded_workload(args.shards, args.rows, ddl_at=DDL_ROLLOUT)
@@ -94,8 +107,14 @@ def cli_main(argv: list[str]) -> int:
             f"DDL rollout: {', '.join(DDL_ROLLOUT.values())}")  # fmt: skip
         time.sleep(3)
         spark = build_spark("shardmerge-demo")
-        query, _ = build_query(spark, settings)
+        query, processor = build_query(spark, settings)
         say("demo: streaming job started (Spark Structured Streaming, foreachBatch)")
+        try:
+            ops = start_ops(spark, processor, query)
+        except OSError as e:  # the port is taken (another demo?): any free one will do
+            say(f"demo: port {args.port} is not free ({e}); the dashboard takes another")
+            ops = start_ops(spark, processor, query, OpsSettings(port=0))
+        say(f"demo: dashboard {ops.url}  (metrics {ops.url}metrics)")
         store = StateStore(spark, settings.checkpoint)
         last_batch, last_stage, idle = -1, None, 0
         try:
@@ -112,14 +131,30 @@ def cli_main(argv: list[str]) -> int:
                 idle = idle + 1 if total["done"] and caught_up else 0
                 if idle >= 3:
                     break
+            if total["error"] is not None:
+                raise RuntimeError(f"the producer failed: {total['error']}")
+            _summary(spark, settings, store, total["n"], time.time() - started)
+            if not args.exit:
+                _serve(query, ops.url)
         finally:
+            ops.stop()
             query.stop()
-        if total["error"] is not None:
-            raise RuntimeError(f"the producer failed: {total['error']}")
-        elapsed = time.time() - started
-        _summary(spark, settings, store, total["n"], elapsed)
         spark.stop()
     return 0
+
+
+def _serve(query: Any, url: str) -> None:
+    """Keep the job (and its dashboard) running until Ctrl-C: operator commands from the
+    page still apply, at the next micro-batch that new records start."""
+    say("")
+    say(f"demo: the dashboard keeps serving at {url} -- Ctrl-C to stop (--exit: no serving)")
+    try:
+        while query.exception() is None:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        say("demo: stopping")
+        return
+    raise RuntimeError(str(query.exception()))
 
 
 def _report(data: dict[str, Any], last_stage: str | None, sent: int) -> str:

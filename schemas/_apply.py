@@ -20,6 +20,7 @@ from schemas.changes import (
     ChangeColumn,
     CreateTable,
     DropColumn,
+    DropConstraint,
     DropIndex,
     DropPrimaryKey,
     ModifyColumn,
@@ -33,11 +34,18 @@ from schemas.changes import (
 from schemas.errors import SchemaError
 from schemas.model import CHARSET_TYPES, Column, Index, TableSchema, name_key
 
-__all__ = ["apply", "auto_index_name"]
+__all__ = ["apply", "auto_index_name", "effect"]
+
+
+def is_expression(part: str) -> bool:
+    """Whether a key part is a functional one (kept as ``(expr)``), not a column name."""
+    return part.startswith("(")
 
 
 def auto_index_name(column: str, taken: Iterable[str]) -> str:
-    """MySQL's name for an unnamed index: its first column, then ``_2``, ``_3`` on clashes."""
+    """MySQL's name for an unnamed index: its first column (``functional_index`` for an
+    expression), then ``_2``, ``_3`` on clashes."""
+    column = "functional_index" if is_expression(column) else column
     keys = {name_key(t) for t in taken} | {"primary"}
     name, n = column, 2
     while name_key(name) in keys:
@@ -130,7 +138,31 @@ def _replace_column(
     )
 
 
+def _skipped(spec: AlterSpec, schema: TableSchema) -> bool:
+    """An ``IF [NOT] EXISTS`` specification that does not apply to ``schema``."""
+    if not getattr(spec, "if_exists", False):
+        return False
+    if isinstance(spec, AddColumn):
+        return schema.has_column(spec.column.name)
+    if isinstance(spec, DropColumn):
+        return not schema.has_column(spec.name)
+    if isinstance(spec, ModifyColumn):
+        return not schema.has_column(spec.column.name)
+    if isinstance(spec, ChangeColumn):
+        return not schema.has_column(spec.old_name)
+    if isinstance(spec, AddIndex):
+        return bool(spec.index.name) and schema.index(spec.index.name) is not None
+    if isinstance(spec, DropIndex | DropConstraint):
+        return schema.index(spec.name) is None
+    return False
+
+
 def _spec(spec: AlterSpec, schema: TableSchema) -> TableSchema:
+    if _skipped(spec, schema):
+        return schema
+    if isinstance(spec, DropConstraint):
+        index = schema.index(spec.name)
+        return schema if index is None else _spec(DropIndex(index.name), schema)
     if isinstance(spec, AddColumn):
         if schema.has_column(spec.column.name):
             raise SchemaError(f"column {spec.column.name!r} already exists in {_where(schema)}")
@@ -196,7 +228,7 @@ def _drop_column(schema: TableSchema, name: str) -> TableSchema:
 
 def _add_index(schema: TableSchema, index: Index) -> TableSchema:
     for name in index.columns:
-        if not schema.has_column(name):
+        if not is_expression(name) and not schema.has_column(name):
             raise SchemaError(
                 f"index {index.name or name!r} names unknown column {name!r} in {_where(schema)}"
             )
@@ -230,3 +262,28 @@ def _table_options(schema: TableSchema, spec: TableOptions) -> TableSchema:
         for c in schema.columns
     )
     return schema.replace(columns=columns, charset=charset, collation=collation)
+
+
+def effect(
+    change: AlterTable, schema: TableSchema
+) -> tuple[TableSchema, tuple[tuple[str, str | None], ...]]:
+    """What ``change`` does to ``schema``: the schema after it, and where each of its
+    columns comes from (the column of ``schema`` it keeps the data of, by name key, or
+    None for a new column).
+
+    Two statements with equal effects are the same change, however written:
+    ``RENAME COLUMN a TO c`` and ``CHANGE a c INT`` (a being INT), ``MODIFY a ...`` and
+    ``CHANGE a a ...``. The origins tell a rename (data kept) from a drop and an add.
+    """
+    origin: dict[str, str | None] = {c.key: c.key for c in schema.columns}
+    for spec in change.specs:
+        after = _spec(spec, schema)
+        if isinstance(spec, ChangeColumn | RenameColumn):
+            old = name_key(spec.old_name)
+            new = name_key(spec.column.name if isinstance(spec, ChangeColumn) else spec.new_name)
+            origin[new] = origin.pop(old)
+        present = {c.key for c in after.columns}
+        origin = {k: v for k, v in origin.items() if k in present}
+        origin.update({k: None for k in present if k not in origin})
+        schema = after
+    return schema, tuple(sorted(origin.items()))

@@ -24,12 +24,14 @@ expressions. What is worked around, and why:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
+from schemas import _sqlglot_clauses as clauses
 from schemas.errors import DDLError
 from schemas.model import TableName
 
@@ -45,9 +47,9 @@ __all__ = [
 
 
 class _Tokenizer(MySQL.Tokenizer):
-    # MySQL's tokenizer swallows everything after RENAME into one string token (it is a
-    # "command" to sqlglot); RENAME TABLE needs its tokens.
-    COMMANDS = MySQL.Tokenizer.COMMANDS - {TokenType.RENAME}
+    # MySQL's tokenizer swallows everything after a "command" word (RENAME, OPTIMIZE,
+    # ANALYZE, REPLACE...) into one string token; the scans here need every token.
+    COMMANDS = MySQL.Tokenizer.COMMANDS - MySQL.Tokenizer.COMMANDS
 
 
 # One-token aliases: the upper-case word as written -> the SQL MySQL means by it.
@@ -57,6 +59,7 @@ _ALIASES = {
     "MIDDLEINT": "MEDIUMINT",
     "REAL": "DOUBLE",
     "LONG": "MEDIUMTEXT",
+    "CHARACTER VARYING": "VARCHAR",  # one token to sqlglot
 }
 # Two-token aliases: (first word, second word) -> replacement.
 _PAIR_ALIASES = {
@@ -65,6 +68,10 @@ _PAIR_ALIASES = {
     ("NATIONAL", "CHAR"): "NCHAR",
     ("NATIONAL", "CHARACTER"): "NCHAR",
     ("NATIONAL", "VARCHAR"): "NVARCHAR",
+    ("NCHAR", "VARYING"): "NVARCHAR",
+    ("CHARACTER", "VARYING"): "VARCHAR",
+    ("NATIONAL", "CHARACTER VARYING"): "NVARCHAR",
+    ("CHAR", "VARYING"): "VARCHAR",
 }
 
 
@@ -94,6 +101,11 @@ def _text(sql: str, tokens: Sequence[Token]) -> str:
 
 def fix_type_aliases(sql: str) -> str:
     """``sql`` with the type aliases sqlglot misreads replaced (see the module docstring)."""
+    # Twice: NATIONAL CHARACTER VARYING becomes NCHAR VARYING, then NVARCHAR.
+    return _fix_aliases(_fix_aliases(sql))
+
+
+def _fix_aliases(sql: str) -> str:
     tokens = tokenize(sql)
     out: list[str] = []
     pos = 0
@@ -154,13 +166,17 @@ def _is_name(token: Token) -> bool:
 
 
 def rename_table_pairs(sql: str) -> list[tuple[TableName, TableName]] | None:
-    """The pairs of ``RENAME TABLE a TO b[, c TO d ...]``; None for other statements."""
+    """The pairs of ``RENAME TABLE[S] a TO b[, c TO d ...]``; None for other statements."""
     tokens = tokenize(sql)
-    if [_word(t) for t in tokens[:2]] != ["RENAME", "TABLE"]:
+    if [_word(t) for t in tokens[:1]] != ["RENAME"] or _word(tokens[1]) not in ("TABLE", "TABLES"):
         return None
     pairs = []
     for part in _split_commas(tokens[2:]):
         words = [_word(t) for t in part]
+        if words[-1:] == ["NOWAIT"]:  # MariaDB's lock option
+            part, words = part[:-1], words[:-1]
+        elif words[-2:-1] == ["WAIT"]:
+            part, words = part[:-2], words[:-2]
         if "TO" not in words:
             raise DDLError(sql, f"expected 'old TO new', got {_text(sql, part)!r}")
         to = words.index("TO")
@@ -168,43 +184,103 @@ def rename_table_pairs(sql: str) -> list[tuple[TableName, TableName]] | None:
     return pairs
 
 
+_LOCK_OPTIONS = ("ALGORITHM", "LOCK")
+
+
 def index_statement_as_alter(sql: str) -> str | None:
-    """``CREATE [kind] INDEX i ON t (...)`` / ``DROP INDEX i ON t`` as ALTER TABLE, else None."""
+    """``CREATE [OR REPLACE] [ONLINE] [kind] INDEX [IF NOT EXISTS] i ON t (...) [options]``
+    and ``DROP INDEX [IF EXISTS] i ON t [options]`` as the ALTER TABLE MySQL maps them to,
+    else None. ``OR REPLACE`` (MariaDB) is a DROP INDEX IF EXISTS then the ADD."""
     tokens = tokenize(sql)
     words = [_word(t) for t in tokens]
-    if words[:1] == ["CREATE"] and "INDEX" in words[1:3] and "ON" in words:
+    if words[:1] == ["CREATE"] and "INDEX" in words[1:6] and "ON" in words:
         index, on = words.index("INDEX"), words.index("ON")
-        kind = _text(sql, tokens[1:index])
-        name = _text(sql, tokens[index + 1 : on])
+        replace = words[1:3] == ["OR", "REPLACE"]
+        kinds = [t for t, w in zip(tokens[1:index], words[1:index], strict=True)]
+        kinds = [t for t in kinds if _word(t) not in ("OR", "REPLACE", "ONLINE", "OFFLINE")]
+        kind = " ".join(t.text for t in kinds)
+        exists = words[index + 1 : index + 4] == ["IF", "NOT", "EXISTS"]
+        first = index + 4 if exists else index + 1
+        name = _text(sql, tokens[first:on])
         paren = next((i for i in range(on, len(tokens)) if words[i] == "("), len(tokens))
         table = _text(sql, tokens[on + 1 : paren])
-        rest = _text(sql, tokens[paren:])
-        return f"ALTER TABLE {table} ADD {kind} INDEX {name} {rest}"
-    if words[:2] == ["DROP", "INDEX"] and "ON" in words:
-        on = words.index("ON")
-        name, table = _text(sql, tokens[2:on]), _text(sql, tokens[on + 1 :])
-        return f"ALTER TABLE {table} DROP INDEX {name}"
+        body, options = _trailing_lock_options(sql, tokens[paren:])
+        guard = " IF NOT EXISTS" if exists else ""
+        drop = f"DROP INDEX IF EXISTS {name}, " if replace else ""
+        return f"ALTER TABLE {table} {drop}ADD {kind} INDEX{guard} {name} {body}{options}"
+    if words[:2] == ["DROP", "INDEX"] or words[:3] == ["DROP", "ONLINE", "INDEX"]:
+        if "ON" not in words:
+            return None
+        start, on = words.index("INDEX") + 1, words.index("ON")
+        name = _text(sql, tokens[start:on])
+        rest = tokens[on + 1 :]
+        cut = next((i for i, t in enumerate(rest) if _word(t) in _LOCK_OPTIONS), len(rest))
+        table = _text(sql, rest[:cut])
+        _, options = _trailing_lock_options(sql, rest[cut:])
+        return f"ALTER TABLE {table} DROP INDEX {name}{options}"
     return None
 
 
-def alter_specs(sql: str) -> tuple[str, TableName, list[str]] | None:
-    """``ALTER TABLE t spec, ...`` as (``ALTER TABLE t``, t, [spec text, ...]); else None.
+def _trailing_lock_options(sql: str, tokens: Sequence[Token]) -> tuple[str, str]:
+    """(the text before, ``, ALGORITHM=x, LOCK=y``) of an index statement's tail."""
+    words = [_word(t) for t in tokens]
+    cut = next((i for i, w in enumerate(words) if w in _LOCK_OPTIONS), len(tokens))
+    options = [_text(sql, p) for p in _option_groups(tokens[cut:])]
+    return _text(sql, tokens[:cut]), "".join(", " + o for o in options)
 
-    ``ADD [COLUMN] (a INT, b INT)`` comes back as one ``ADD COLUMN`` spec per column and
-    ``RENAME AS t2`` as ``RENAME TO t2``.
+
+def _option_groups(tokens: Sequence[Token]) -> list[list[Token]]:
+    """``ALGORITHM [=] x LOCK [=] y`` as one token list per option."""
+    groups: list[list[Token]] = []
+    for tok in tokens:
+        if _word(tok) in _LOCK_OPTIONS or not groups:
+            groups.append([])
+        groups[-1].append(tok)
+    return groups
+
+
+@dataclass(frozen=True)
+class AlterHead:
+    """``ALTER [ONLINE] [IGNORE] TABLE [IF EXISTS] t [WAIT n | NOWAIT]``, taken apart."""
+
+    sql: str  # ``ALTER TABLE t``, what sqlglot reads
+    table: TableName
+    ignore: bool
+
+
+def alter_specs(sql: str) -> tuple[AlterHead, list[str]] | None:
+    """``ALTER TABLE t spec, ...`` as its head and [spec text, ...]; else None.
+
+    ``ADD [COLUMN] (a INT, b INT)`` comes back as one ``ADD COLUMN`` spec per column,
+    ``RENAME AS t2`` as ``RENAME TO t2``, and a trailing ``PARTITION BY ...`` (written
+    after the last spec without a comma) as a spec of its own.
     """
     tokens = tokenize(sql)
     words = [_word(t) for t in tokens]
-    if words[:2] != ["ALTER", "TABLE"]:
+    if words[:1] != ["ALTER"]:
         return None
-    end = 3
+    i = 1
+    while i < len(words) and words[i] in ("ONLINE", "OFFLINE", "IGNORE"):
+        i += 1
+    if words[i : i + 1] != ["TABLE"]:
+        return None
+    ignore = "IGNORE" in words[1:i]
+    i += 1
+    if words[i : i + 2] == ["IF", "EXISTS"]:
+        i += 2
+    end = i + 1
     if end < len(tokens) and tokens[end].token_type == TokenType.DOT:
-        end = 5
-    head = _text(sql, tokens[:end])
+        end = i + 3
+    table = _table_name(sql, tokens[i:end])
+    head = AlterHead(f"ALTER TABLE {_text(sql, tokens[i:end])}", table, ignore)
+    if words[end : end + 1] == ["NOWAIT"]:
+        end += 1
+    elif words[end : end + 1] == ["WAIT"]:
+        end += 2
     specs: list[str] = []
     for part in _split_commas(tokens[end:]):
         specs.extend(_spec_texts(sql, part))
-    return head, _table_name(sql, tokens[2:end]), [s for s in specs if s]
+    return head, [s for s in specs if s]
 
 
 def _spec_texts(sql: str, part: list[Token]) -> list[str]:
@@ -214,6 +290,15 @@ def _spec_texts(sql: str, part: list[Token]) -> list[str]:
         return ["ADD COLUMN " + _text(sql, col) for col in _split_commas(part[start + 1 : -1])]
     if words[:2] == ["RENAME", "AS"]:
         return ["RENAME TO " + _text(sql, part[2:])]
+    depth = 0
+    for i, tok in enumerate(part):
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(tok.token_type, 0)
+        if (
+            i
+            and depth == 0
+            and (words[i] == "PARTITION BY" or words[i : i + 2] == ["REMOVE", "PARTITIONING"])
+        ):
+            return [_text(sql, part[:i]), _text(sql, part[i:])]
     return [_text(sql, part)]
 
 
@@ -262,3 +347,152 @@ def generated_column(constraint: exp.Expr) -> tuple[exp.Expr, bool] | None:
     else:
         return None
     return (expr.unnest() if isinstance(expr, exp.Paren) else expr), stored
+
+
+# --- clauses sqlglot does not read (see schemas._sqlglot_clauses) -----------------------
+
+
+def create_table(sql: str) -> tuple[str, clauses.Notes, bool] | None:
+    """``CREATE [OR REPLACE] TABLE t (...) options`` as (SQL sqlglot reads, what was taken
+    out, OR REPLACE given); None for other statements (LIKE, AS SELECT, TEMPORARY: the
+    walk refuses those itself). Raises :class:`clauses.Refused`."""
+    tokens = tokenize(sql)
+    words = clauses.words(tokens)
+    i = 1
+    replace = words[1:3] == ["OR", "REPLACE"]
+    if replace:
+        i = 3
+    if words[:1] != ["CREATE"] or words[i : i + 1] != ["TABLE"]:
+        return None
+    paren = next((j for j in range(i, len(tokens)) if words[j] == "("), None)
+    if paren is None:
+        return None
+    end = clauses.group_end(tokens, paren)
+    items = _split_commas(tokens[paren + 1 : end - 1])
+    tail = words[end:]
+    if (items and clauses.words(items[0])[:1] == ["LIKE"]) or {"SELECT", "AS", "LIKE"} & set(tail):
+        return None
+    notes = clauses.Notes()
+    body = [clauses.clean_table_item(sql, item, notes) for item in items if item]
+    options = clauses.clean_options(sql, tokens[end:], notes)
+    head = "CREATE " + _text(sql, tokens[i:paren])
+    return f"{head} ({', '.join(b for b in body if b is not None)}) {options}", notes, replace
+
+
+@dataclass(frozen=True)
+class SpecPlan:
+    """What to do with one ALTER TABLE specification.
+
+    ``kind``: ``sql`` (``text`` is for sqlglot), ``ignore`` (no downstream meaning,
+    recorded), ``options`` (``text`` holds the charset/collation options, maybe empty),
+    ``drop_constraint`` (``text`` is the name: a UNIQUE key of that name is dropped, a
+    FOREIGN KEY or CHECK of that name means nothing downstream). ``guard``: ``IF [NOT]
+    EXISTS`` was given (MariaDB): the spec is skipped where it does not apply.
+    """
+
+    kind: str
+    text: str
+    guard: bool
+    notes: clauses.Notes
+
+
+_REFUSED_PARTITION = {
+    "DROP": "deletes the rows of the dropped partitions upstream",
+    "TRUNCATE": "deletes the rows of those partitions upstream",
+    "EXCHANGE": "swaps the partition's rows with another table's",
+    "CONVERT": "moves rows between the table and another table",
+    "DISCARD": "removes the rows of the tablespace",
+    "IMPORT": "brings rows in from a tablespace file",
+}
+_KEPT_PARTITION = {
+    "ADD",
+    "REORGANIZE",
+    "COALESCE",
+    "REBUILD",
+    "OPTIMIZE",
+    "ANALYZE",
+    "CHECK",
+    "REPAIR",
+}
+_LOCK_LIKE = {"ALGORITHM", "LOCK", "FORCE", "ENABLE", "DISABLE", "ORDER BY", "WITH", "WITHOUT"}
+
+
+def alter_plan(sql: str, spec: str) -> SpecPlan:
+    """The plan for one ALTER TABLE specification of statement ``sql``."""
+    tokens = tokenize(spec)
+    words = clauses.words(tokens)
+    guard = False
+    for i in range(min(len(words), 5)):
+        size = 3 if words[i : i + 3] == ["IF", "NOT", "EXISTS"] else 2
+        if words[i : i + size] in (["IF", "NOT", "EXISTS"], ["IF", "EXISTS"]):
+            guard = True
+            tokens = [*tokens[:i], *tokens[i + size :]]
+            words = [*words[:i], *words[i + size :]]
+            spec = " ".join(_text(spec, [t]) for t in tokens) if tokens else ""
+            tokens = tokenize(spec)
+            words = clauses.words(tokens)
+            break
+    notes = clauses.Notes()
+
+    def plan(kind: str, text: str = spec) -> SpecPlan:
+        if kind == "ignore":
+            notes.ignored.append(spec)
+        return SpecPlan(kind, text, guard, notes)
+
+    first = words[0] if words else ""
+    second = words[1] if len(words) > 1 else ""
+    if (second in ("PARTITION", "TABLESPACE") or (first == "CONVERT" and second == "TABLE")) and (
+        first in _REFUSED_PARTITION
+    ):
+        what = _REFUSED_PARTITION[first]
+        raise clauses.Refused(
+            f"{spec!r} {what}, with no row events: shardmerge cannot tell which rows "
+            "change downstream. Skip it (the downstream keeps its rows) or replace it "
+            "with the DELETEs/INSERTs it amounts to"
+        )
+    if (second == "PARTITION" and first in _KEPT_PARTITION) or first == "PARTITION BY":
+        return plan("ignore")
+    if words[:2] == ["REMOVE", "PARTITIONING"] or (first in _LOCK_LIKE and first != "WITH"):
+        return plan("ignore")
+    if words[:2] in (["WITH", "VALIDATION"], ["WITHOUT", "VALIDATION"]) or first in (
+        "WAIT",
+        "NOWAIT",
+    ):
+        return plan("ignore")
+    if ("SYSTEM" in words[1:3] and "VERSIONING" in words[2:4]) or "SYSTEM_TIME" in words[:4]:
+        raise clauses.Refused(clauses.VERSIONING)
+    if first == "ADD":
+        rest = words[1:]
+        kind = rest[0] if rest else ""
+        if kind == "CONSTRAINT":
+            kind = (
+                rest[1]
+                if len(rest) > 1 and rest[1] in ("FOREIGN KEY", "CHECK")
+                else (rest[2] if len(rest) > 2 else "")
+            )
+        if kind in ("FOREIGN KEY", "FOREIGN", "CHECK", "PERIOD"):
+            return plan("ignore")
+        if kind in ("INDEX", "KEY", "UNIQUE", "PRIMARY KEY", "FULLTEXT", "SPATIAL", "CONSTRAINT"):
+            return plan("sql", clauses.clean_index(spec, tokens, notes))
+        names = 3 if words[1:2] == ["COLUMN"] else 2
+        return plan("sql", clauses.clean_column(spec, tokens, names, notes))
+    if first in ("MODIFY", "CHANGE"):
+        names = (2 if first == "MODIFY" else 3) + (1 if second == "COLUMN" else 0)
+        return plan("sql", clauses.clean_column(spec, tokens, names, notes))
+    if first == "DROP":
+        if second in ("FOREIGN KEY", "FOREIGN", "CHECK", "PERIOD"):
+            return plan("ignore")
+        if second == "CONSTRAINT":
+            return plan("drop_constraint", tokens[-1].text)
+    if first == "ALTER":
+        if second in ("CHECK", "CONSTRAINT") or (
+            second in ("INDEX", "KEY") and (words[-1] in ("VISIBLE", "INVISIBLE", "IGNORED"))
+        ):
+            return plan("ignore")
+        if words[-2:] in (["SET", "VISIBLE"], ["SET", "INVISIBLE"]):
+            return plan("ignore")
+    if first in ("ENGINE", "AUTO_INCREMENT", "DEFAULT", "CHARACTER SET", "CHARSET", "COLLATE") or (
+        second == "=" or first in ("COMMENT", "TABLESPACE", "UNION") or "STATS_" in first
+    ):
+        return plan("options", clauses.clean_options(spec, tokens, notes))
+    return plan("sql")

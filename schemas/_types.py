@@ -33,6 +33,9 @@ __all__ = [
 ]
 
 CURRENT_TIMESTAMP = "CURRENT_TIMESTAMP"
+# The collation of ``CHAR(n) BINARY`` until the charset it is the binary collation of is
+# known (never left in a schema: inherit_charset resolves it).
+BINARY_COLLATION = "_bin"
 DT = exp.DType
 
 # sqlglot's type -> (MySQL base name, unsigned, charset the type implies).
@@ -152,6 +155,10 @@ def column_type(kind: exp.DataType, constraints: list[exp.Expression]) -> Column
             collation = collation_name(c.this.name)
     if collation and not charset:
         charset = charset_of(collation)
+    if any(isinstance(c, exp.BinaryColumnConstraint) for c in constraints) and collation is None:
+        # ``VARCHAR(n) BINARY`` is the binary collation of the column's charset (the table's
+        # when the column names none: resolved by inherit_charset).
+        collation = f"{charset}_bin" if charset else BINARY_COLLATION
     if charset == "binary" and base in _BINARY_OF:
         # CHARACTER SET binary makes the binary type (CHAR(3) -> BINARY(3)), as MySQL does.
         base, charset, collation = _BINARY_OF[base], None, None
@@ -170,9 +177,13 @@ def column_type(kind: exp.DataType, constraints: list[exp.Expression]) -> Column
 
 
 def inherit_charset(ctype: ColumnType, charset: str | None, collation: str | None) -> ColumnType:
-    """A character type without its own charset takes the table's, as MySQL stores it."""
+    """A character type without its own charset takes the table's, as MySQL stores it;
+    the BINARY attribute takes that charset's binary collation. Without a table charset
+    (the database default, not known here) BINARY is dropped."""
     if ctype.base not in CHARSET_TYPES or ctype.charset is not None:
         return ctype
+    if ctype.collation == BINARY_COLLATION:
+        collation = f"{charset}_bin" if charset else None
     return dataclasses.replace(ctype, charset=charset, collation=collation if charset else None)
 
 

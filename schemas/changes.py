@@ -8,7 +8,7 @@ keyword give equal values, which is what pessimistic coordination compares.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from schemas.model import Column, Index, TableName, TableSchema
 
@@ -23,6 +23,7 @@ __all__ = [
     "CreateTable",
     "CreateTableLike",
     "DropColumn",
+    "DropConstraint",
     "DropDatabase",
     "DropIndex",
     "DropPrimaryKey",
@@ -52,21 +53,28 @@ class Position:
 # --- ALTER TABLE specifications -------------------------------------------------------
 
 
+# ``if_exists``: MariaDB's ``IF [NOT] EXISTS`` inside ALTER TABLE: the specification is
+# skipped where it does not apply (the column or index is there already, or is not).
+
+
 @dataclass(frozen=True)
 class AddColumn:
     column: Column
     position: Position | None = None
+    if_exists: bool = False
 
 
 @dataclass(frozen=True)
 class DropColumn:
     name: str
+    if_exists: bool = False
 
 
 @dataclass(frozen=True)
 class ModifyColumn:
     column: Column
     position: Position | None = None
+    if_exists: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,7 @@ class ChangeColumn:
     old_name: str
     column: Column
     position: Position | None = None
+    if_exists: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,11 +105,22 @@ class SetDefault:
 @dataclass(frozen=True)
 class AddIndex:
     index: Index
+    if_exists: bool = False
 
 
 @dataclass(frozen=True)
 class DropIndex:
     name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DropConstraint:
+    """``DROP CONSTRAINT name``: drops the UNIQUE key of that name if there is one; a
+    FOREIGN KEY or CHECK constraint of that name means nothing downstream."""
+
+    name: str
+    if_exists: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,6 +160,7 @@ AlterSpec = (
     | SetDefault
     | AddIndex
     | DropIndex
+    | DropConstraint
     | AddPrimaryKey
     | DropPrimaryKey
     | RenameIndex
@@ -150,11 +171,17 @@ AlterSpec = (
 # --- statements ------------------------------------------------------------------------
 
 
+# ``ignored``: the clauses of the statement that have no downstream meaning (FOREIGN KEY,
+# CHECK, PARTITION BY, table options...), as written; recorded for the operator, never
+# compared.
+
+
 @dataclass(frozen=True)
 class CreateTable:
     table: TableName
     schema: TableSchema
     if_not_exists: bool = False
+    ignored: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -168,6 +195,7 @@ class CreateTableLike:
 class AlterTable:
     table: TableName
     specs: tuple[AlterSpec, ...]
+    ignored: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)

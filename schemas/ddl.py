@@ -19,8 +19,9 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from schemas import _sqlglot_clauses as clauses
 from schemas import _sqlglot_compat as compat
-from schemas._apply import apply, auto_index_name
+from schemas._apply import apply, auto_index_name, effect, is_expression
 from schemas._types import (
     UnsupportedType,
     charset_name,
@@ -41,6 +42,7 @@ from schemas.changes import (
     CreateTable,
     CreateTableLike,
     DropColumn,
+    DropConstraint,
     DropDatabase,
     DropIndex,
     DropPrimaryKey,
@@ -61,7 +63,9 @@ from schemas.model import Column, ColumnType, Index, TableName, TableSchema, nam
 __all__ = [
     "InvalidDDLError",
     "apply",
+    "effect",
     "normalize",
+    "normalize_schema",
     "parse_create_table",
     "parse_ddl",
     "parse_type",
@@ -74,6 +78,7 @@ _IGNORED_CONSTRAINTS = (
     exp.CollateColumnConstraint,
     exp.ZeroFillColumnConstraint,
     exp.InvisibleColumnConstraint,
+    exp.BinaryColumnConstraint,  # read by column_type: the charset's binary collation
 )
 _INDEX_KINDS = {None: "INDEX", "FULLTEXT": "FULLTEXT", "SPATIAL": "SPATIAL"}
 
@@ -95,7 +100,7 @@ def parse_ddl(sql: str) -> tuple[SchemaChange, ...]:
         raise
     except SchemaError as exc:
         raise InvalidDDLError(sql, str(exc)) from exc
-    except (_Fail, UnsupportedType) as exc:
+    except (_Fail, UnsupportedType, clauses.Refused) as exc:
         raise DDLError(sql, str(exc)) from None
     except SqlglotError as exc:
         raise DDLError(sql, f"cannot parse: {_plain(exc)}") from exc
@@ -117,10 +122,11 @@ def parse_type(text: str) -> ColumnType:
     column = schema.columns[0]
     if column != Column("c", column.type) or schema.indexes or schema.primary_key:
         raise DDLError(text, "expected a type only")
-    return column.type
+    return inherit_charset(column.type, None, None)
 
 
-def _parse(sql: str) -> tuple[SchemaChange, ...]:
+def _parse(statement: str) -> tuple[SchemaChange, ...]:
+    sql = clauses.unhide(statement)
     if not compat.tokenize(sql):
         raise _Fail("empty statement")
     pairs = compat.rename_table_pairs(sql)
@@ -128,10 +134,18 @@ def _parse(sql: str) -> tuple[SchemaChange, ...]:
         return tuple(RenameTable(old, new) for old, new in pairs)
     split = compat.alter_specs(compat.index_statement_as_alter(sql) or sql)
     if split is not None:
-        return _alter(sql, *split)
+        return _alter(statement, *split)
+    notes, replace = clauses.Notes(), False
+    create = compat.create_table(sql)
+    if create is not None:
+        sql, notes, replace = create
     tree = sqlglot.parse_one(compat.fix_type_aliases(sql), read="mysql")
     if isinstance(tree, exp.Create):
-        return (_create(tree),)
+        change = _create(tree, notes)
+        if replace and isinstance(change, CreateTable):
+            # MariaDB's CREATE OR REPLACE TABLE is DROP TABLE IF EXISTS, then CREATE TABLE.
+            return (DropTable(change.table, if_exists=True), change)
+        return (change,)
     if isinstance(tree, exp.Drop):
         return _drop(tree)
     if isinstance(tree, exp.TruncateTable):
@@ -150,7 +164,7 @@ def _table(node: exp.Expression) -> TableName:
 # --- CREATE / DROP ---------------------------------------------------------------------
 
 
-def _create(tree: exp.Create) -> SchemaChange:
+def _create(tree: exp.Create, notes: clauses.Notes) -> SchemaChange:
     kind = str(tree.args.get("kind") or "").upper()
     exists = bool(tree.args.get("exists"))
     if kind in ("DATABASE", "SCHEMA"):
@@ -166,17 +180,20 @@ def _create(tree: exp.Create) -> SchemaChange:
     if not isinstance(tree.this, exp.Schema) or tree.expression is not None:
         raise _Fail("CREATE TABLE without a column list (or with AS SELECT) is not supported")
     table = _table(tree.this.this)
-    return CreateTable(table, _create_schema(table, tree.this, props), if_not_exists=exists)
+    schema = _create_schema(table, tree.this, props, notes)
+    return CreateTable(table, schema, if_not_exists=exists, ignored=tuple(notes.ignored))
 
 
-def _create_schema(table: TableName, body: exp.Schema, props: list[exp.Expression]) -> TableSchema:
+def _create_schema(
+    table: TableName, body: exp.Schema, props: list[exp.Expression], notes: clauses.Notes
+) -> TableSchema:
     options = _table_options(props) or TableOptions()
     columns: list[Column] = []
     primary: list[tuple[str, ...]] = []
     indexes: list[Index] = []
     for item in body.expressions:
         if isinstance(item, exp.ColumnDef):
-            column, specs = _column(item)
+            column, specs = _column(item, notes)
             ctype = inherit_charset(column.type, options.charset, options.collation)
             columns.append(dataclasses.replace(column, type=ctype))
             for spec in specs:
@@ -210,7 +227,7 @@ def _create_schema(table: TableName, body: exp.Schema, props: list[exp.Expressio
         name=table.table,
     )
     for index in schema.indexes:
-        missing = [c for c in index.columns if not schema.has_column(c)]
+        missing = [c for c in index.columns if not is_expression(c) and not schema.has_column(c)]
         if missing:
             raise SchemaError(f"index {index.name!r} names unknown column {missing[0]!r}")
     return schema
@@ -232,29 +249,58 @@ def _drop(tree: exp.Drop) -> tuple[SchemaChange, ...]:
 # --- ALTER TABLE -----------------------------------------------------------------------
 
 
-def _alter(sql: str, head: str, table: TableName, specs: list[str]) -> tuple[SchemaChange, ...]:
+def _alter(sql: str, head: compat.AlterHead, specs: list[str]) -> tuple[SchemaChange, ...]:
     out: list[AlterSpec] = []
+    ignored: list[str] = []
     renames: list[RenameTable] = []
     for spec in specs:
         convert = compat.convert_charset(sql, spec)
         if convert is not None:
             out.append(TableOptions(charset_name(convert[0]), _collation(convert[1]), True))
             continue
-        tree = sqlglot.parse_one(f"{head} {compat.fix_type_aliases(spec)}", read="mysql")
+        plan = compat.alter_plan(sql, spec)
+        ignored.extend(plan.notes.ignored)
+        if plan.kind == "ignore":
+            continue
+        if plan.kind == "drop_constraint":
+            out.append(DropConstraint(plan.text, if_exists=plan.guard))
+            continue
+        if plan.kind == "options":
+            if plan.text:
+                tree = sqlglot.parse_one(f"{head.sql} {plan.text}", read="mysql")
+                options = _table_options(list(tree.args.get("options") or []))
+                out.extend([options] if options is not None else [])
+            continue
+        tree = sqlglot.parse_one(f"{head.sql} {compat.fix_type_aliases(plan.text)}", read="mysql")
         if not isinstance(tree, exp.Alter):
             raise _Fail(f"unsupported ALTER TABLE specification {spec!r}")
         for action in tree.args.get("actions") or []:
             if isinstance(action, exp.AlterRename):
-                renames.append(RenameTable(table, _table(action.this)))
+                renames.append(RenameTable(head.table, _table(action.this)))
             else:
-                out.extend(_action(action, spec))
+                out.extend(_guarded(s, plan.guard) for s in _action(action, spec, plan.notes))
         options = _table_options(list(tree.args.get("options") or []))
         if options is not None:
             out.append(options)
+    if head.ignore and any(
+        isinstance(s, AddPrimaryKey) or (isinstance(s, AddIndex) and s.index.kind == "UNIQUE")
+        for s in out
+    ):
+        raise _Fail(
+            "ALTER IGNORE TABLE adding a unique key deletes the duplicate rows upstream, with "
+            "no row events: skip it, or replace it with the DELETEs it amounts to and the ALTER"
+        )
     changes: list[SchemaChange] = []
-    if out or not renames:
-        changes.append(AlterTable(table, tuple(out)))
+    if out or ignored or not renames:
+        changes.append(AlterTable(head.table, tuple(out), ignored=tuple(ignored)))
     return (*changes, *renames)
+
+
+def _guarded(spec: AlterSpec, guard: bool) -> AlterSpec:
+    """``spec`` with its ``IF [NOT] EXISTS`` (MariaDB) when the statement had one."""
+    if guard and hasattr(spec, "if_exists"):
+        return dataclasses.replace(spec, if_exists=True)  # type: ignore[arg-type]
+    return spec
 
 
 def _collation(name: str | None) -> str | None:
@@ -277,14 +323,12 @@ def _table_options(props: list[exp.Expression]) -> TableOptions | None:
     return TableOptions(charset or (collation or "").split("_", 1)[0], collation)
 
 
-def _action(action: exp.Expression, spec: str) -> list[AlterSpec]:
+def _action(action: exp.Expression, spec: str, notes: clauses.Notes) -> list[AlterSpec]:
     if isinstance(action, exp.ColumnDef):
-        if action.args.get("exists"):
-            raise _Fail("ADD COLUMN IF NOT EXISTS is not MySQL")
-        column, extra = _column(action)
+        column, extra = _column(action, notes)
         return [AddColumn(column, _position(action)), *extra]
     if isinstance(action, exp.ModifyColumn):
-        column, extra = _column(action.this)
+        column, extra = _column(action.this, notes)
         old = action.args.get("rename_from")
         if old is not None:
             return [ChangeColumn(old.name, column, _position(action.this)), *extra]
@@ -292,10 +336,13 @@ def _action(action: exp.Expression, spec: str) -> list[AlterSpec]:
     if isinstance(action, exp.Drop):
         kind = str(action.args.get("kind") or "").upper()
         (node,) = action.args["tables"]
+        exists = bool(action.args.get("exists"))
         if kind == "COLUMN":
-            return [DropColumn(node.name)]
+            return [DropColumn(node.name, if_exists=exists)]
         if kind == "INDEX":
-            return [DropPrimaryKey() if name_key(node.name) == "primary" else DropIndex(node.name)]
+            if name_key(node.name) == "primary":
+                return [DropPrimaryKey()]
+            return [DropIndex(node.name, if_exists=exists)]
         raise _Fail(f"DROP {kind} is not supported")
     if isinstance(action, exp.DropPrimaryKey):
         return [DropPrimaryKey()]
@@ -328,13 +375,17 @@ def _position(coldef: exp.ColumnDef) -> Position | None:
 # --- columns and keys ------------------------------------------------------------------
 
 
-def _column(coldef: exp.ColumnDef) -> tuple[Column, list[AlterSpec]]:
+def _column(coldef: exp.ColumnDef, notes: clauses.Notes) -> tuple[Column, list[AlterSpec]]:
     """A column definition, and the keys its inline PRIMARY KEY / UNIQUE add."""
     kind = coldef.args.get("kind")
     if not isinstance(kind, exp.DataType):
         raise _Fail(f"column {coldef.name!r} has no type")
     constraints = [c.kind for c in coldef.args.get("constraints") or []]
-    ctype = column_type(kind, constraints)
+    extra_type = notes.types.get(name_key(coldef.name))
+    if extra_type is not None:  # a type sqlglot does not know (read as GEOMETRY)
+        ctype = ColumnType(extra_type[0], length=extra_type[1])
+    else:
+        ctype = column_type(kind, constraints)
     nullable, explicit_null = True, False
     default: str | None = None
     generated: str | None = None
@@ -354,12 +405,16 @@ def _column(coldef: exp.ColumnDef) -> tuple[Column, list[AlterSpec]]:
             auto_increment = True
         elif (gen := compat.generated_column(c)) is not None:
             generated, stored = gen[0].sql(dialect="mysql"), gen[1]
-        elif isinstance(c, exp.BinaryColumnConstraint):
-            raise _Fail(f"the BINARY attribute of {coldef.name!r} is not supported: use COLLATE")
         elif not isinstance(c, _IGNORED_CONSTRAINTS):
             raise _Fail(f"unsupported column attribute {c.sql(dialect='mysql')!r}")
     if any(isinstance(s, AddPrimaryKey) for s in extra):
         nullable = False
+    if auto_increment:
+        # MySQL and MariaDB make an AUTO_INCREMENT column NOT NULL without a default,
+        # whatever the statement says (``a INT NULL AUTO_INCREMENT`` is NOT NULL too).
+        if default is not None:
+            raise SchemaError(f"column {coldef.name!r} is AUTO_INCREMENT and cannot have a default")
+        nullable, explicit_null = False, False
     if explicit_null and not nullable:
         raise SchemaError(f"column {coldef.name!r} is NOT NULL and cannot have DEFAULT NULL")
     column = Column(coldef.name, ctype, nullable, default, generated, stored, auto_increment)
@@ -391,7 +446,8 @@ def _key_part(node: exp.Expression) -> str:
         node = node.this
     if isinstance(node, exp.Column | exp.Identifier):
         return node.name
-    raise _Fail(f"unsupported key part {node.sql(dialect='mysql')!r}")
+    # A functional key part (MySQL 8.0.13+): kept as its expression, in parentheses.
+    return "(" + node.unnest().sql(dialect="mysql") + ")"
 
 
 # --- normalize -------------------------------------------------------------------------
@@ -423,6 +479,11 @@ def normalize(change: SchemaChange, table: TableName | None = None) -> SchemaCha
     if isinstance(change, CreateDatabase):
         return CreateDatabase(name_key(change.name), change.if_not_exists)
     return DropDatabase(name_key(change.name), change.if_exists)
+
+
+def normalize_schema(schema: TableSchema) -> TableSchema:
+    """``schema`` with column and index names lower-cased (MySQL compares them so)."""
+    return _norm_schema(schema, TableName(schema.name))
 
 
 def _norm_table(name: TableName) -> TableName:
@@ -461,27 +522,20 @@ def _norm_position(position: Position | None) -> Position | None:
 
 
 def _norm_spec(spec: AlterSpec) -> AlterSpec:
-    if isinstance(spec, AddColumn):
-        return AddColumn(_norm_column(spec.column), _norm_position(spec.position))
-    if isinstance(spec, ModifyColumn):
-        return ModifyColumn(_norm_column(spec.column), _norm_position(spec.position))
+    r = dataclasses.replace
+    if isinstance(spec, AddColumn | ModifyColumn):
+        return r(spec, column=_norm_column(spec.column), position=_norm_position(spec.position))
     if isinstance(spec, ChangeColumn):
         column, position = _norm_column(spec.column), _norm_position(spec.position)
-        return ChangeColumn(name_key(spec.old_name), column, position)
-    if isinstance(spec, DropColumn):
-        return DropColumn(name_key(spec.name))
-    if isinstance(spec, RenameColumn):
-        return RenameColumn(name_key(spec.old_name), name_key(spec.new_name))
-    if isinstance(spec, SetDefault):
-        return SetDefault(name_key(spec.name), spec.default)
+        return r(spec, old_name=name_key(spec.old_name), column=column, position=position)
+    if isinstance(spec, DropColumn | DropIndex | DropConstraint | SetDefault):
+        return r(spec, name=name_key(spec.name))
+    if isinstance(spec, RenameColumn | RenameIndex):
+        return r(spec, old_name=name_key(spec.old_name), new_name=name_key(spec.new_name))
     if isinstance(spec, AddIndex):
-        return AddIndex(_norm_index(spec.index))
-    if isinstance(spec, DropIndex):
-        return DropIndex(name_key(spec.name))
+        return r(spec, index=_norm_index(spec.index))
     if isinstance(spec, AddPrimaryKey):
         return AddPrimaryKey(tuple(name_key(c) for c in spec.columns))
-    if isinstance(spec, RenameIndex):
-        return RenameIndex(name_key(spec.old_name), name_key(spec.new_name))
     return spec  # DropPrimaryKey, TableOptions: no identifiers
 
 

@@ -16,12 +16,15 @@ from schemas.errors import SchemaError
 
 __all__ = [
     "IMPLICIT_DEFAULT",
+    "SPATIAL_TYPES",
     "Column",
     "ColumnType",
     "Index",
     "TableName",
     "TableSchema",
     "name_key",
+    "sql_string",
+    "string_value",
 ]
 
 # A column default that MySQL itself would fill: the type's implicit value (0, '', the zero
@@ -36,6 +39,17 @@ BLOB_TYPES = ("TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB")
 STRING_TYPES = ("CHAR", "VARCHAR", "BINARY", "VARBINARY")
 TIME_TYPES = ("DATETIME", "TIMESTAMP", "TIME")
 CHARSET_TYPES = ("CHAR", "VARCHAR", *TEXT_TYPES, "ENUM", "SET")
+# Spatial values travel as WKB bytes (Debezium: a struct with ``wkb`` and ``srid``).
+SPATIAL_TYPES = (
+    "GEOMETRY",
+    "POINT",
+    "LINESTRING",
+    "POLYGON",
+    "MULTIPOINT",
+    "MULTILINESTRING",
+    "MULTIPOLYGON",
+    "GEOMETRYCOLLECTION",
+)
 
 
 def name_key(name: str) -> str:
@@ -48,7 +62,35 @@ def quote(name: str) -> str:
 
 
 def sql_string(value: str) -> str:
+    """A MySQL string literal of ``value`` (the inverse of :func:`string_value`)."""
     return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+# MySQL's backslash escapes in string literals (MySQL 8.4 manual, "String Literals");
+# \% and \_ keep their backslash (they are LIKE escapes); any other escaped character
+# stands for itself.
+_MYSQL_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a"}
+_MYSQL_ESCAPES |= {"%": "\\%", "_": "\\_"}
+
+
+def string_value(literal: str) -> str:
+    """The value of a single-quoted MySQL string literal (``'it''s'`` -> ``it's``), as
+    MySQL reads it with its default SQL mode (backslash escapes on)."""
+    if len(literal) < 2 or literal[0] != "'" or literal[-1] != "'":
+        raise SchemaError(f"not a quoted string literal: {literal!r}")
+    body, out, i = literal[1:-1], [], 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            out.append(_MYSQL_ESCAPES.get(body[i + 1], body[i + 1]))
+            i += 2
+        elif ch == "'" and body[i + 1 : i + 2] == "'":
+            out.append("'")
+            i += 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -201,7 +243,8 @@ class Index:
         return name_key(self.name)
 
     def to_sql(self) -> str:
-        cols = ", ".join(quote(c) for c in self.columns)
+        # A functional key part is kept as its expression in parentheses.
+        cols = ", ".join(c if c.startswith("(") else quote(c) for c in self.columns)
         prefix = {"INDEX": "KEY", "UNIQUE": "UNIQUE KEY"}.get(self.kind, f"{self.kind} KEY")
         # An unnamed index (ADD INDEX (a)) gets its name from MySQL when it is applied.
         name = f" {quote(self.name)}" if self.name else ""

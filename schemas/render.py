@@ -14,6 +14,7 @@ from schemas.changes import (
     AlterSpec,
     ChangeColumn,
     DropColumn,
+    DropConstraint,
     DropIndex,
     DropPrimaryKey,
     ModifyColumn,
@@ -34,6 +35,20 @@ def _position(position: Position | None) -> str:
 
 def spec_sql(spec: AlterSpec) -> str:
     """One ALTER TABLE specification, e.g. ``ADD COLUMN `b` INT NULL AFTER `a```."""
+    text = _spec_sql(spec)
+    if getattr(spec, "if_exists", False):
+        # MariaDB's spelling: the guard follows the first keyword (and COLUMN / INDEX).
+        verb, _, rest = text.partition(" ")
+        noun = ""
+        if rest.split(" ", 1)[0] in ("COLUMN", "INDEX", "KEY", "CONSTRAINT"):
+            noun, _, rest = rest.partition(" ")
+            noun += " "
+        guard = "IF NOT EXISTS" if verb == "ADD" else "IF EXISTS"
+        return f"{verb} {noun}{guard} {rest}"
+    return text
+
+
+def _spec_sql(spec: AlterSpec) -> str:
     match spec:
         case AddColumn(column, position):
             return f"ADD COLUMN {column.to_sql()}{_position(position)}"
@@ -53,6 +68,8 @@ def spec_sql(spec: AlterSpec) -> str:
             return f"ADD {index.to_sql()}"
         case DropIndex(name):
             return f"DROP INDEX {quote(name)}"
+        case DropConstraint(name):
+            return f"DROP CONSTRAINT {quote(name)}"
         case AddPrimaryKey(columns):
             return "ADD PRIMARY KEY (" + ", ".join(quote(c) for c in columns) + ")"
         case DropPrimaryKey():

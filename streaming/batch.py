@@ -59,11 +59,14 @@ from schemas.changes import (
 )
 from schemas.ddl import parse_ddl
 from schemas.errors import DDLError
+from schemas.model import quote
 from shardmerge.errors import ShardMergeError
 from streaming.config import Settings
 from streaming.contract import EVENT_SCHEMA
 from streaming.delta_sink import DeltaSink, SinkError
 from streaming.faults import crash_point
+from streaming.ops.observer import BatchObserver
+from streaming.quoting import check_session, ident, string
 from streaming.rows import Renamed, merge_source, project_actions
 from streaming.state_store import StateStore
 
@@ -98,7 +101,7 @@ def okey_position(okey: Any) -> list[Any]:
 def position_sql(position: list[Any]) -> str:
     f, p, r, t, o = position
     return (
-        f"named_struct('f', {json.dumps(str(f))}, 'p', {int(p)}L, 'r', {int(r)}, "
+        f"named_struct('f', {string(str(f))}, 'p', {int(p)}L, 'r', {int(r)}, "
         f"'t', {int(t)}L, 'o', {int(o)}L)"
     )
 
@@ -186,16 +189,12 @@ def waiting_sql(waits: list[tuple[ShardId, list[Any]]], key: str) -> str:
     """Rows of the given shards from the given positions on (``key``: the order key)."""
     return (
         " OR ".join(
-            f"(source = {sql_str(s.source)} AND db = {sql_str(s.db)} AND "
-            f"tbl = {sql_str(s.table)} AND {key} >= {position_sql(pos)})"
+            f"(source = {string(s.source)} AND db = {string(s.db)} AND "
+            f"tbl = {string(s.table)} AND {key} >= {position_sql(pos)})"
             for s, pos in waits
         )
         or "false"
     )
-
-
-def sql_str(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @dataclass
@@ -219,6 +218,7 @@ class BatchProcessor:
     """The ``foreachBatch`` function of the job (see the module docstring for the steps)."""
 
     def __init__(self, spark: SparkSession, settings: Settings, decode: Any) -> None:
+        check_session(spark.conf.get)
         self.spark = spark
         self.settings = settings
         self.decode = decode
@@ -228,6 +228,7 @@ class BatchProcessor:
         self.sink = DeltaSink(spark, self.app_id)
         self.stash_path = self.store.uri("stash")
         self.last_stats: Stats | None = None
+        self.observer = BatchObserver()  # step timings and counts for metrics/dashboard
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         _Batch(self, df, batch_id).run()
@@ -274,8 +275,11 @@ class _Batch:
         }
 
     def _run(self) -> None:
+        obs = self.p.observer
+        obs.begin(self.batch)
         # 1. restore
         self.c, applied = self.p.restore(self.batch)
+        obs.lap("restore")
         # The downstream schemas as the executed decisions left them (a decision list can
         # run ahead: a replay before an ALTER must use the schema before it).
         self.schemas = {tid: t.downstream() for tid, t in self.c.targets.items()}
@@ -288,6 +292,7 @@ class _Batch:
                 self.stats.command_errors.append(f"{cmd['words']}: {e}")
                 log.error("operator command %r failed: %s", cmd["words"], e)
             applied.add(cmd["id"])
+        obs.lap("commands")
         # 3. decode (the batch is read from Kafka once)
         self.df = self.df.persist()
         events = self.events = self.decode_all().persist()
@@ -298,6 +303,7 @@ class _Batch:
                 join_split_renames(events.filter("op IN ('ddl', 't')").collect())
             )
             self.stats.ddl = len(controls)
+            obs.lap("decode")
             # 5. epochs: cut only at control events that decide something
             effectful = self.probe(controls)
             cuts = [r for r, e in zip(controls, effectful, strict=True) if e]
@@ -306,6 +312,7 @@ class _Batch:
             )
             per_epoch = rows.groupBy("_epoch", "source", "db", "tbl").count().collect()
             self.stats.events = sum(r["count"] for r in per_epoch) + len(controls)
+            obs.lap("epochs")
             # 6. epochs: the rows of epoch e follow the e-th deciding control event
             epoch = 0
             for j in range(len(controls) + 1):
@@ -322,11 +329,15 @@ class _Batch:
         finally:
             events.unpersist()
             self.df.unpersist()
+        obs.lap("write")
         # 7. persist
         crash_point("before_state")
-        self.p.store.save(self.batch, self.state_json({"applied_commands": sorted(applied)}))
+        state = self.state_json({"applied_commands": sorted(applied)})
+        self.p.store.save(self.batch, state)
         crash_point("after_state")
         self.p.store.forget_commands(applied)
+        obs.lap("persist")
+        obs.done(dict(self.stats.__dict__), state)
         self.p.last_stats = self.stats
         log.info("batch %d: %s", self.batch, self.stats)
 
@@ -366,8 +377,8 @@ class _Batch:
             r = controls[j]
             for shard in self.touched(r):
                 own.append(
-                    f"WHEN source = {sql_str(shard.source)} AND db = {sql_str(shard.db)} "
-                    f"AND tbl = {sql_str(shard.table)} "
+                    f"WHEN source = {string(shard.source)} AND db = {string(shard.db)} "
+                    f"AND tbl = {string(shard.table)} "
                     f"AND _okey > {position_sql(position_of(r))} THEN {j + 1}"
                 )
         by_time = [
@@ -387,7 +398,7 @@ class _Batch:
         out = []
         for r in controls:
             shard = ShardId(r["source"], r["db"], r["tbl"])
-            sql = r["ddl"] if r["op"] == "ddl" else f"TRUNCATE TABLE `{r['tbl']}`"
+            sql = r["ddl"] if r["op"] == "ddl" else f"TRUNCATE TABLE {quote(r['tbl'])}"
             try:
                 decides = bool(probe.on_ddl(shard, sql, position_of(r)))
             except ShardMergeError:
@@ -455,7 +466,7 @@ class _Batch:
         )
         joined = rows.join(F.broadcast(rdf), ["source", "db", "tbl"])
         held_cases = [
-            f"(source = {sql_str(s.source)} AND db = {sql_str(s.db)} AND tbl = {sql_str(s.table)} "
+            f"(source = {string(s.source)} AND db = {string(s.db)} AND tbl = {string(s.table)} "
             f"AND _okey < {position_sql(pos)})"
             for s, pos in since.items()
             if pos is not None
@@ -498,8 +509,8 @@ class _Batch:
             version = (
                 "CASE "
                 + " ".join(
-                    f"WHEN source = {sql_str(s.source)} AND db = {sql_str(s.db)} AND "
-                    f"tbl = {sql_str(s.table)} THEN {v}"
+                    f"WHEN source = {string(s.source)} AND db = {string(s.db)} AND "
+                    f"tbl = {string(s.table)} THEN {v}"
                     for s, v in versions.items()
                 )
                 + " END"
@@ -614,7 +625,7 @@ class _Batch:
 
     def control(self, r: Any) -> None:
         shard = ShardId(r["source"], r["db"], r["tbl"])
-        sql = r["ddl"] if r["op"] == "ddl" else f"TRUNCATE TABLE `{r['tbl']}`"
+        sql = r["ddl"] if r["op"] == "ddl" else f"TRUNCATE TABLE {quote(r['tbl'])}"
         try:
             decisions = self.c.on_ddl(shard, sql, position_of(r))
         except UnknownShardError as e:
@@ -667,7 +678,7 @@ class _Batch:
                     self.schemas[d.target] = d.schema
                     self.stats.downstream_ddl.append(d.statement)
                 case Truncate():
-                    where = " AND ".join(f"`{k}` = {sql_str(v)}" for k, v in d.match) or "true"
+                    where = " AND ".join(f"{ident(k)} = {string(v)}" for k, v in d.match) or "true"
                     self.sink.delete(
                         self.p.settings.table_path(d.target), where, self.next_version()
                     )
@@ -681,13 +692,13 @@ class _Batch:
         preds, projects = [], []
         for d in group:
             shard = (
-                f"source = {sql_str(d.shard.source)} AND db = {sql_str(d.shard.db)} "
-                f"AND tbl = {sql_str(d.shard.table)} AND version = {d.version}"
+                f"source = {string(d.shard.source)} AND db = {string(d.shard.db)} "
+                f"AND tbl = {string(d.shard.table)} AND version = {d.version}"
             )
             until = "" if d.until is None else f" AND {ORDER_KEY} < {position_sql(d.until)}"
             preds.append(f"({shard}{until})")
             projects.append(f"WHEN {shard} THEN {str(d.project).lower()}")
-        pred = f"target = {sql_str(str(target))} AND ({' OR '.join(preds)})"
+        pred = f"target = {string(str(target))} AND ({' OR '.join(preds)})"
         if not self.sink.exists(self.p.stash_path):
             self.next_version()
             self.next_version()

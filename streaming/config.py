@@ -102,6 +102,36 @@ class SinkSettings(_Frozen):
     )
 
 
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+class OpsSettings(_Frozen):
+    """The driver's HTTP server: /metrics, the dashboard and the operator API."""
+
+    enabled: bool = Field(True, description="serve them (env SHARDMERGE__OPS__ENABLED)")
+    bind: str = Field(
+        "127.0.0.1",
+        description="address to listen on; any but loopback requires a token "
+        "(env SHARDMERGE__OPS__BIND)",
+    )
+    port: int = Field(
+        9464, ge=0, le=65535, description="port (0: any free one) (env SHARDMERGE__OPS__PORT)"
+    )
+    token: SecretStr | None = Field(
+        None,
+        description="bearer token every request must carry when set (env SHARDMERGE__OPS__TOKEN)",
+    )
+
+    @model_validator(mode="after")
+    def _token_off_loopback(self) -> OpsSettings:
+        if self.bind not in LOOPBACK and not (self.token and self.token.get_secret_value()):
+            raise ValueError(
+                f"bind {self.bind!r} is not a loopback address: set ops.token "
+                "(SHARDMERGE__OPS__TOKEN), which every request must then carry"
+            )
+        return self
+
+
 class Settings(_Frozen):
     kafka: KafkaSettings
     sources: list[SourceSettings] = Field(min_length=1)
@@ -117,6 +147,7 @@ class Settings(_Frozen):
     dead_letter_path: str | None = Field(
         None, description="dead-letter Delta table (default CHECKPOINT/dead_letter)"
     )
+    ops: OpsSettings = OpsSettings()
     stash_maintenance_every: int = Field(
         100,
         ge=1,

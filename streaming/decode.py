@@ -43,6 +43,7 @@ from pyspark.sql import functions as F
 from streaming._decode import canal, debezium, maxwell
 from streaming._decode.sql import EVENT_FIELDS, EVENT_TYPE, lit
 from streaming.contract import EVENT_SCHEMA
+from streaming.quoting import ident
 
 __all__ = ["FORMATS", "Format", "decode"]
 
@@ -131,7 +132,7 @@ def _event_column(name: str, fmt: str) -> Column:
         return F.lit(fmt).alias(name)
     field = EVENT_SCHEMA[name]
     sql_type = _KAFKA_TYPES.get(name) or dict(EVENT_FIELDS)[name]
-    expr = f"CAST(`{name}` AS {sql_type})"
+    expr = f"CAST({ident(name)} AS {sql_type})"
     if not field.nullable:
         expr = f"coalesce({expr}, {_NOT_NULL_FALLBACK[sql_type]})"
     return F.expr(expr).alias(name)

@@ -27,6 +27,7 @@ from schemas.changes import (
 )
 from schemas.model import TableSchema
 from shardmerge.errors import ShardMergeError
+from streaming.quoting import ident, table_at
 from streaming.spark_types import delta_type, literal_expr, schema_ddl
 
 __all__ = ["DeltaSink", "SinkError", "txn"]
@@ -51,10 +52,6 @@ class SinkError(ShardMergeError):
     """Delta cannot express a change; the message says what the operator can do."""
 
 
-def q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 @contextmanager
 def txn(spark: SparkSession, app_id: str, version: int) -> Iterator[None]:
     """MERGE/DELETE/UPDATE inside carry (app_id, version): Delta skips them if done."""
@@ -73,7 +70,7 @@ class DeltaSink:
         self.app_id = app_id  # the checkpoint's: every idempotent write carries it
 
     def table(self, path: str) -> str:
-        return f"delta.{q(path)}"
+        return table_at(path)
 
     def exists(self, path: str) -> bool:
         try:
@@ -113,22 +110,22 @@ class DeltaSink:
                             where = (
                                 " FIRST"
                                 if position.after is None
-                                else f" AFTER {q(position.after)}"
+                                else f" AFTER {ident(position.after)}"
                             )
                         self.spark.sql(
-                            f"ALTER TABLE {table} ADD COLUMNS ({q(column.name)} "
+                            f"ALTER TABLE {table} ADD COLUMNS ({ident(column.name)} "
                             f"{delta_type(column.type)}{where})"
                         )
                     if slot is not None:
                         value = literal_expr(column.type, fill)
                         with txn(self.spark, self.app_id, slot):
                             self.spark.sql(
-                                f"UPDATE {table} SET {q(column.name)} = {value} "
-                                f"WHERE {q(column.name)} IS NULL"
+                                f"UPDATE {table} SET {ident(column.name)} = {value} "
+                                f"WHERE {ident(column.name)} IS NULL"
                             )
                 case DropColumn(name):
                     if name.lower() in have:
-                        self.spark.sql(f"ALTER TABLE {table} DROP COLUMN {q(name)}")
+                        self.spark.sql(f"ALTER TABLE {table} DROP COLUMN {ident(name)}")
                 case RenameColumn(old, new):
                     self._rename(table, have, old, new)
                 case ChangeColumn(old, column, _):
@@ -141,7 +138,7 @@ class DeltaSink:
 
     def _rename(self, table: str, have: dict[str, str], old: str, new: str) -> None:
         if old.lower() != new.lower() and old.lower() in have and new.lower() not in have:
-            self.spark.sql(f"ALTER TABLE {table} RENAME COLUMN {q(old)} TO {q(new)}")
+            self.spark.sql(f"ALTER TABLE {table} RENAME COLUMN {ident(old)} TO {ident(new)}")
 
     def _retype(self, path: str, table: str, name: str, wanted: str) -> None:
         current = self.columns(path).get(name.lower())
@@ -150,7 +147,7 @@ class DeltaSink:
         if (current, wanted) in _WIDENING or (
             current.startswith("DECIMAL") and wanted.startswith("DECIMAL")
         ):
-            self.spark.sql(f"ALTER TABLE {table} ALTER COLUMN {q(name)} TYPE {wanted}")
+            self.spark.sql(f"ALTER TABLE {table} ALTER COLUMN {ident(name)} TYPE {wanted}")
             return
         if wanted == "STRING" and current == "STRING":
             return
@@ -167,10 +164,10 @@ class DeltaSink:
         """Upsert/delete the latest action per key (``_action`` 'u' or 'd')."""
         view = f"shardmerge_src_{abs(hash((path, version)))}"
         src.createOrReplaceTempView(view)
-        on = " AND ".join(f"t.{q(k)} <=> s.{q(k)}" for k in key)
-        sets = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in columns)
-        cols = ", ".join(q(c) for c in columns)
-        vals = ", ".join(f"s.{q(c)}" for c in columns)
+        on = " AND ".join(f"t.{ident(k)} <=> s.{ident(k)}" for k in key)
+        sets = ", ".join(f"t.{ident(c)} = s.{ident(c)}" for c in columns)
+        cols = ", ".join(ident(c) for c in columns)
+        vals = ", ".join(f"s.{ident(c)}" for c in columns)
         with txn(self.spark, self.app_id, version):
             self.spark.sql(
                 f"MERGE INTO {self.table(path)} t USING {view} s ON {on} "

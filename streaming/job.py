@@ -168,8 +168,18 @@ def run(
         from streaming.spark_session import session_for_job
 
         spark = session_for_job("shardmerge")
-    query, _ = build_query(spark, settings, available_now=available_now)
-    query.awaitTermination()
+    query, processor = build_query(spark, settings, available_now=available_now)
+    ops = None
+    if settings.ops.enabled:
+        from streaming.ops.running import start_ops
+
+        ops = start_ops(spark, processor, query)
+        log.info("dashboard: %s  metrics: %smetrics", ops.url, ops.url)
+    try:
+        query.awaitTermination()
+    finally:
+        if ops is not None:
+            ops.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,13 +19,10 @@ from pyspark.sql import functions as F
 
 from coordinator.routing import Extract
 from schemas.model import TableSchema
+from streaming.quoting import ident, map_get, string
 from streaming.spark_types import literal_expr, value_expr
 
 __all__ = ["Renamed", "merge_source", "project_actions", "renamed_keys"]
-
-
-def _lit(name: str) -> str:
-    return "'" + name.replace("'", "\\'") + "'"
 
 
 Renamed = tuple[str, str, str, str, tuple[tuple[str, str], ...]]
@@ -38,11 +35,11 @@ def renamed_keys(image: str, renames: list[Renamed]) -> str:
     applied in order, so a chain a -> b -> c takes an old row's ``a`` to ``c``."""
     for source, db, tbl, okey, pairs in renames:
         whens = " ".join(
-            f"WHEN k = {_lit(old.lower())} THEN {_lit(new.lower())}" for old, new in pairs
+            f"WHEN k = {string(old.lower())} THEN {string(new.lower())}" for old, new in pairs
         )
         image = (
-            f"transform_keys({image}, (k, v) -> CASE WHEN source = {_lit(source)} AND "
-            f"db = {_lit(db)} AND tbl = {_lit(tbl)} AND _okey < {okey} "
+            f"transform_keys({image}, (k, v) -> CASE WHEN source = {string(source)} AND "
+            f"db = {string(db)} AND tbl = {string(tbl)} AND _okey < {okey} "
             f"THEN CASE {whens} ELSE k END ELSE k END)"
         )
     return image
@@ -69,7 +66,7 @@ def project_actions(
     }
     extra.pop("", None)
     data_cols = [c for c in schema.columns if c.key not in extra]
-    known = "array(" + ", ".join(_lit(c.key) for c in data_cols) + ")"
+    known = "array(" + ", ".join(string(c.key) for c in data_cols) + ")"
     upstream_key = [k for k in schema.primary_key if k.lower() not in extra]
 
     lower = "transform_keys(from_json({0}, 'map<string,string>'), (k, v) -> lower(k))"
@@ -82,13 +79,14 @@ def project_actions(
         # A row before its shard's last ALTER that names a column the target lacks is
         # behind that DDL (the column was dropped since), not ahead of a missing one.
         late = " OR ".join(
-            f"(source = {_lit(s)} AND db = {_lit(d)} AND tbl = {_lit(t)} AND _okey < {okey})"
+            f"(source = {string(s)} AND db = {string(d)} AND tbl = {string(t)} AND _okey < {okey})"
             for s, d, t, okey in behind
         )
         df = df.withColumn("_project", F.expr(f"_project OR ({late})"))
     key_changed = (
         " OR ".join(
-            f"NOT (_before[{_lit(k.lower())}] <=> _after[{_lit(k.lower())}])" for k in upstream_key
+            f"NOT ({map_get('_before', k.lower())} <=> {map_get('_after', k.lower())})"
+            for k in upstream_key
         )
         or "false"
     )
@@ -118,16 +116,16 @@ def project_actions(
         if col.key in extra:
             projected.append(F.col(extra[col.key]).alias(f"_c_{col.key}"))
             continue
-        got = f"_act.img[{_lit(col.key)}]"
+        got = map_get("_act.img", col.key)
         fill = literal_expr(col.type, col.fill_sql())
         value = value_expr(col.type, got)
         projected.append(
             F.expr(
-                f"CASE WHEN map_contains_key(_act.img, {_lit(col.key)}) "
+                f"CASE WHEN map_contains_key(_act.img, {string(col.key)}) "
                 f"THEN {value} ELSE {fill} END"
             ).alias(f"_c_{col.key}")
         )
-        why = _lit(f" of column {col.name} does not fit the target type {col.type.type_sql()}")
+        why = string(f" of column {col.name} does not fit the target type {col.type.type_sql()}")
         unfit.append(
             f"WHEN {got} IS NOT NULL AND ({value}) IS NULL THEN concat('value ', {got}, {why})"
         )
@@ -149,10 +147,10 @@ def project_actions(
 
 def merge_source(projected: DataFrame, schema: TableSchema) -> DataFrame:
     """The MERGE source: downstream columns and ``_action``, the last action per key."""
-    cols = [F.col(f"_c_{c.key}").alias(c.name) for c in schema.columns]
+    cols = [F.col(ident(f"_c_{c.key}")).alias(c.name) for c in schema.columns]
     src = projected.select(*cols, "_action", "_okey", "_sub")
     key_names = list(schema.primary_key) or list(schema.column_names())
-    latest = Window.partitionBy(*[F.col(f"`{k}`") for k in key_names]).orderBy(
+    latest = Window.partitionBy(*[F.col(ident(k)) for k in key_names]).orderBy(
         F.col("_okey").desc(), F.col("_sub").desc()
     )
     return (

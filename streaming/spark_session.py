@@ -16,6 +16,8 @@ tests, ``shardmerge run`` without a cluster. Why its settings:
 - The machine has 2 cores: few shuffle partitions, a modest driver heap, no UI.
 - Driver bound to 127.0.0.1: a local job talks to nothing outside the machine.
 - UTC session time zone, so timestamps from MySQL/Debezium mean the same everywhere.
+- ``spark.sql.variable.substitute=false`` (:data:`streaming.quoting.SESSION_CONF`): Spark
+  would otherwise rewrite ``${...}`` inside quoted column names before parsing.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from streaming._jars import jars
+from streaming.quoting import SESSION_CONF
 
 __all__ = ["build_spark", "session_for_job", "submitted"]
 
@@ -94,6 +97,9 @@ def build_spark(
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.log.level": "WARN",
+        # SQL text is written by streaming.quoting, which needs these (e.g. no ${...}
+        # substitution inside quoted names).
+        **SESSION_CONF,
         **(extra_conf or {}),
     }
     builder = SparkSession.builder.appName(app_name).master(master)

@@ -10,7 +10,8 @@ Debezium's encodings (``io.debezium.time.Date`` days, ``Timestamp`` ms, ``MicroT
 
 from __future__ import annotations
 
-from schemas.model import ColumnType, TableSchema
+from schemas.model import SPATIAL_TYPES, ColumnType, TableSchema, string_value
+from streaming.quoting import ident, literal, string
 
 __all__ = ["delta_type", "value_expr"]
 
@@ -52,6 +53,8 @@ def delta_type(t: ColumnType) -> str:
         return "INT"
     if t.base in ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB", "BIT"):
         return "BINARY"
+    if t.base in SPATIAL_TYPES or t.base == "VECTOR":
+        return "BINARY"  # WKB; MariaDB's VECTOR is packed floats
     return "STRING"
 
 
@@ -74,6 +77,9 @@ def value_expr(t: ColumnType, text: str) -> str:
         )
     if t.base == "TIMESTAMP":
         return f"CAST({text} AS TIMESTAMP)"
+    if t.base in SPATIAL_TYPES:
+        # Debezium sends a geometry as {"wkb": base64, "srid": n}: the WKB is the value.
+        return f"unbase64(coalesce(get_json_object({text}, '$.wkb'), {text}))"
     if target == "BINARY":
         return f"unbase64({text})"
     if target == "STRING":
@@ -89,20 +95,21 @@ _INTEGRAL = {"TINYINT", "SMALLINT", "INT", "BIGINT"}
 
 
 def literal_expr(t: ColumnType, sql_literal: str) -> str:
-    """A MySQL literal (a default or the implicit value) as a Spark SQL expression."""
+    """A MySQL literal (a default or the implicit value, as ``schemas`` normalises it:
+    ``NULL``, ``CURRENT_TIMESTAMP``, a number, a quoted string) as a Spark SQL
+    expression of the column's Delta type."""
     if sql_literal.upper() == "NULL":
-        return f"CAST(NULL AS {delta_type(t)})"
+        return literal(None, delta_type(t))
     if sql_literal.upper().startswith("CURRENT_TIMESTAMP"):
         return f"CAST(current_timestamp() AS {delta_type(t)})"
-    text = sql_literal
-    if t.base in ("DATE", "DATETIME", "TIMESTAMP") and text.strip("'").startswith("0000-00-00"):
+    quoted = len(sql_literal) >= 2 and sql_literal[0] == sql_literal[-1] == "'"
+    text = string_value(sql_literal) if quoted else sql_literal
+    if t.base in ("DATE", "DATETIME", "TIMESTAMP") and text.startswith("0000-00-00"):
         # MySQL's zero date has no Spark value: NULL is the closest honest value.
-        return f"CAST(NULL AS {delta_type(t)})"
-    if not (text.startswith("'") and text.endswith("'")):
-        text = "'" + text.replace("'", "\\'") + "'"
-    return value_expr(t, text)
+        return literal(None, delta_type(t))
+    return value_expr(t, string(text))
 
 
 def schema_ddl(schema: TableSchema) -> str:
     """The column list of a CREATE TABLE for Delta: ``id INT, a STRING, ...``."""
-    return ", ".join(f"`{c.name}` {delta_type(c.type)}" for c in schema.columns)
+    return ", ".join(f"{ident(c.name)} {delta_type(c.type)}" for c in schema.columns)

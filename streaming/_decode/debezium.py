@@ -36,6 +36,7 @@ from streaming._decode.sql import (
     strip,
     wrong_type,
 )
+from streaming.quoting import ident
 
 __all__ = ["PARSE_SCHEMA", "events_sql", "reason_sql", "stages"]
 
@@ -75,7 +76,7 @@ _CONNECT_SCHEMA = (
 )
 PARSE_SCHEMA = (
     f"schema {_CONNECT_SCHEMA}, payload {_BODY_STRUCT}, "
-    + ", ".join(f"`{n}` {t}" for n, t in _BODY)
+    + ", ".join(f"{ident(n)} {t}" for n, t in _BODY)
     + ", _corrupt string"
 )
 

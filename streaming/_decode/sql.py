@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+# String literals are written by the one quoting module; decoders import it from here.
+from streaming.quoting import string as lit
+
 __all__ = [
     "EVENT_TYPE",
     "Stage",
@@ -50,11 +53,6 @@ EVENT_FIELDS: tuple[tuple[str, str], ...] = (
     ("snapshot", "BOOLEAN"),
 )
 EVENT_TYPE = "array<struct<" + ",".join(f"{n}:{t}" for n, t in EVENT_FIELDS) + ">>"
-
-
-def lit(text: str) -> str:
-    """A SQL string literal (backslashes and quotes escaped for Spark's parser)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def case(branches: Sequence[tuple[str, str]], default: str = "NULL") -> str:

@@ -5,6 +5,8 @@ installs it (scripts/install-mariadb)."""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
 
 
 @pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose not installed")
@@ -23,4 +26,66 @@ def test_docker_compose_config_accepts_the_file() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     services = yaml.safe_load(done.stdout)["services"]
-    assert {"kafka", "mariadb-1", "mariadb-2", "connect", "shardmerge"} <= set(services)
+    assert {
+        "kafka", "mariadb-1", "mariadb-2", "connect", "register-connectors", "shardmerge",
+        "prometheus", "grafana",
+    } <= set(services)  # fmt: skip
+    job = services["shardmerge"]["environment"]
+    # reachable from other containers, so a token (the settings refuse it otherwise)
+    assert job["SHARDMERGE__OPS__BIND"] == "0.0.0.0" and job["SHARDMERGE__OPS__TOKEN"]
+    mounted = {
+        v.split(":")[0] if isinstance(v, str) else v["source"]
+        for name in ("prometheus", "grafana", "register-connectors")
+        for v in services[name]["volumes"]
+    }
+    for path in mounted:  # every mounted file of the repository exists
+        assert (ROOT / path).exists() or Path(path).exists(), path
+
+
+def test_scrape_config_targets_the_jobs_port_and_the_rules_file_it_loads() -> None:
+    config = yaml.safe_load((DEPLOY / "prometheus/prometheus.yml").read_text())
+    (scrape,) = config["scrape_configs"]
+    assert scrape["metrics_path"] == "/metrics"
+    assert scrape["static_configs"][0]["targets"] == ["shardmerge:9464"]
+    assert scrape["authorization"]["type"] == "Bearer"
+    assert config["rule_files"] == ["/etc/prometheus/alerts.yml"]
+
+
+def test_alert_rules_and_grafana_use_only_metrics_the_job_serves() -> None:
+    """Every shardmerge_ series named in the rules and the dashboard is documented in
+    docs/operations.md, whose table lists what streaming/ops/metrics.py serves (the
+    metrics test checks the names against a live scrape)."""
+    documented = set(
+        re.findall(r"^\| `(shardmerge_[a-z_]+)`", (ROOT / "docs/operations.md").read_text(), re.M)
+    )
+    assert documented
+    rules = yaml.safe_load((DEPLOY / "prometheus/alerts.yml").read_text())
+    alerts = {r["alert"]: r["expr"] for g in rules["groups"] for r in g["rules"]}
+    assert {"ShardmergeLockInConflict", "ShardmergeLagGrowing", "ShardmergeDeadLettersIncreasing",
+            "ShardmergeNoBatch"} <= set(alerts)  # fmt: skip
+    dashboard = json.loads((DEPLOY / "grafana/dashboards/shardmerge.json").read_text())
+    exprs = list(alerts.values()) + [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    for expr in exprs:
+        for name in re.findall(r"shardmerge_[a-z_]+", expr):
+            base = re.sub(r"_(bucket|count|sum)$", "", name)
+            assert base in documented, f"{name} in {expr!r} is not a documented metric"
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+def test_promtool_checks_the_rules_and_the_scrape_config(tmp_path: Path) -> None:
+    rules = subprocess.run(
+        ["promtool", "check", "rules", str(DEPLOY / "prometheus/alerts.yml")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert rules.returncode == 0, rules.stdout + rules.stderr
+    # The config names the paths inside the container: check a copy pointing here.
+    config = (DEPLOY / "prometheus/prometheus.yml").read_text()
+    config = config.replace("/etc/prometheus/alerts.yml", str(DEPLOY / "prometheus/alerts.yml"))
+    (tmp_path / "token").write_text("t")
+    config = config.replace("/prometheus/shardmerge-token", str(tmp_path / "token"))
+    (tmp_path / "prometheus.yml").write_text(config)
+    done = subprocess.run(
+        ["promtool", "check", "config", str(tmp_path / "prometheus.yml")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,295 @@
+// shardmerge dashboard: plain JS, inline SVG charts, no dependencies, no network but
+// this job's own API. Every value from the job is put in the page as text (never as HTML):
+// table and column names can hold any character.
+"use strict";
+
+const REFRESH_MS = 2000;
+const STEP_COLORS = { restore: "#8e9aaf", commands: "#b07aa1", decode: "#4e79a7",
+  epochs: "#76b7b2", write: "#f28e2b", persist: "#59a14f" };
+let token = null;
+
+(function takeToken() {
+  // A token given as ?token= (to open the page) is kept in memory only and sent as a
+  // bearer header; it is removed from the address bar and history.
+  const url = new URL(window.location.href);
+  if (url.searchParams.has("token")) {
+    token = url.searchParams.get("token");
+    url.searchParams.delete("token");
+    window.history.replaceState(null, "", url.pathname + url.search + url.hash);
+  }
+})();
+
+function headers(extra) {
+  const h = Object.assign({}, extra || {});
+  if (token) h["Authorization"] = "Bearer " + token;
+  return h;
+}
+
+async function getJSON(path) {
+  const r = await fetch(path, { headers: headers(), cache: "no-store" });
+  if (!r.ok) throw new Error(path + ": HTTP " + r.status);
+  return r.json();
+}
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("data-")) e.setAttribute(k, v);
+    else if (k === "text") e.textContent = v;
+    else e[k] = v;
+  }
+  for (const c of children) {
+    if (c === null || c === undefined) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function fmt(n, digits) {
+  if (n === null || n === undefined || Number.isNaN(n)) return "–";
+  if (Math.abs(n) >= 1e6) return (n / 1e6).toFixed(1) + "M";
+  if (Math.abs(n) >= 1e4) return (n / 1e3).toFixed(1) + "k";
+  return Number(n).toFixed(digits === undefined ? 0 : digits);
+}
+
+function ago(seconds) {
+  if (seconds === null || seconds === undefined) return "–";
+  const s = Math.max(0, Date.now() / 1000 - seconds);
+  if (s < 90) return Math.round(s) + " s ago";
+  if (s < 5400) return Math.round(s / 60) + " min ago";
+  return Math.round(s / 3600) + " h ago";
+}
+
+// --- charts ------------------------------------------------------------------------
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+}
+
+function frame(box, maxY) {
+  const W = 600, H = 160, L = 44, B = 18;
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img" });
+  for (const f of [0, 0.5, 1]) {
+    const y = H - B - f * (H - B - 6);
+    root.append(svg("line", { x1: L, x2: W, y1: y, y2: y, stroke: "#e3e6eb" }));
+    const t = svg("text", { x: L - 4, y: y + 4, "text-anchor": "end", "font-size": 10, fill: "#5d6675" });
+    t.textContent = fmt(maxY * f, maxY < 10 ? 1 : 0);
+    root.append(t);
+  }
+  box.replaceChildren(root);
+  return { root, W, H, L, B, plotW: W - L, plotH: H - B - 6 };
+}
+
+function legend(box, items) {
+  const l = el("div", { class: "legend" });
+  for (const [name, color] of items) {
+    const i = el("i");
+    i.style.background = color;
+    l.append(el("span", {}, i, name));
+  }
+  box.append(l);
+}
+
+function lineChart(box, series) {
+  const xs = series.flatMap((s) => s.points.map((p) => p[0]));
+  const maxY = Math.max(1, ...series.flatMap((s) => s.points.map((p) => p[1] || 0)));
+  const f = frame(box, maxY);
+  if (!xs.length) { legend(box, [["no data yet", "#ccc"]]); return; }
+  const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
+  for (const s of series) {
+    const pts = s.points.map(([x, y]) =>
+      `${f.L + ((x - x0) / (x1 - x0)) * f.plotW},${f.H - f.B - ((y || 0) / maxY) * f.plotH}`);
+    f.root.append(svg("polyline", { points: pts.join(" "), fill: "none", stroke: s.color, "stroke-width": 2 }));
+  }
+  legend(box, series.map((s) => [s.name, s.color]));
+}
+
+function stackedBars(box, batches) {
+  const shown = batches.slice(-60);
+  const totals = shown.map((b) => Object.values(b.steps).reduce((a, v) => a + v, 0));
+  const maxY = Math.max(0.1, ...totals);
+  const f = frame(box, maxY);
+  const w = f.plotW / Math.max(shown.length, 1);
+  shown.forEach((b, i) => {
+    let y = f.H - f.B;
+    for (const step of Object.keys(STEP_COLORS)) {
+      const h = ((b.steps[step] || 0) / maxY) * f.plotH;
+      y -= h;
+      const r = svg("rect", { x: f.L + i * w + 1, y, width: Math.max(w - 2, 1), height: h, fill: STEP_COLORS[step] });
+      const t = svg("title", {});
+      t.textContent = `batch ${b.batch} ${step}: ${(b.steps[step] || 0).toFixed(2)} s`;
+      r.append(t);
+      f.root.append(r);
+    }
+  });
+  legend(box, Object.entries(STEP_COLORS));
+}
+
+// --- sections ----------------------------------------------------------------------
+
+function renderOverview(p, locks, dead) {
+  const last = p.spark[p.spark.length - 1] || {};
+  const lastBatch = p.batches[p.batches.length - 1];
+  const lag = p.lag.reduce((a, r) => a + r.records, 0);
+  const held = locks.targets.reduce((a, t) => a + t.held.length, 0);
+  const deadTotal = Object.values(dead.by_reason).reduce((a, v) => a + v, 0);
+  const tiles = [
+    ["last batch", lastBatch ? `#${lastBatch.batch}` : (locks.batch ?? "–")],
+    ["completed", lastBatch ? ago(lastBatch.ended_at) : "–"],
+    ["input rows/s", fmt(last.input_rows_per_second, 1)],
+    ["processed rows/s", fmt(last.processed_rows_per_second, 1)],
+    ["Kafka lag (records)", fmt(lag)],
+    ["rows written", fmt(p.totals.written || 0)],
+    ["held shards", held],
+    ["dead letters", fmt(deadTotal)],
+  ];
+  document.getElementById("tiles").replaceChildren(...tiles.map(([k, v]) =>
+    el("div", { class: "tile", "data-tile": k }, el("div", { class: "v", text: String(v) }), el("div", { class: "k", text: k }))));
+  const t = (x) => Date.parse(x.timestamp) / 1000;
+  lineChart(document.getElementById("chart-rate"), [
+    { name: "input", color: "#4e79a7", points: p.spark.map((x) => [t(x), x.input_rows_per_second]) },
+    { name: "processed", color: "#f28e2b", points: p.spark.map((x) => [t(x), x.processed_rows_per_second]) },
+  ]);
+  lineChart(document.getElementById("chart-lag"), [
+    { name: "records behind latest", color: "#c0392b", points: p.spark.map((x) => [t(x), x.lag]) },
+  ]);
+  stackedBars(document.getElementById("chart-steps"), p.batches);
+  const body = document.querySelector("#lag-table tbody");
+  body.replaceChildren(...p.lag.map((r) => el("tr", {}, el("td", { text: r.topic }),
+    el("td", { class: "num", text: r.partition }), el("td", { class: "num", text: fmt(r.records) }))));
+}
+
+function actionButton(target, shard, action, title) {
+  const b = el("button", { type: "button", text: action, title, "data-action": action });
+  if (action === "force-remove") b.className = "danger";
+  b.addEventListener("click", () => confirmCommand(target, shard, action));
+  return b;
+}
+
+function renderTarget(t) {
+  const card = el("div", { class: "target " + t.stage, "data-target": t.target, "data-stage": t.stage });
+  card.append(el("h3", {}, el("code", { text: t.target }),
+    el("span", { class: "badge mode", text: t.mode }),
+    el("span", { class: "badge " + t.stage, text: "stage " + t.stage }),
+    el("span", { class: "hint", text: `${t.shards} shards` })));
+  const r = t.rollout;
+  const pct = r.total ? (100 * r.done) / r.total : 0;
+  const bar = el("div", { class: "bar", "data-done": r.done, "data-total": r.total });
+  const fill = el("div");
+  fill.style.width = pct + "%";
+  bar.append(fill);
+  const label = (r.ddl ? r.ddl + ": " : "") + `${r.done} of ${r.total} shards ${r.of}`;
+  card.append(el("div", { class: "rollout" }, el("div", { class: "label sql", text: label }), bar));
+  if (t.conflict) card.append(el("div", { class: "conflict-text", text: "conflict: " + t.conflict }));
+  if (t.held.length) {
+    const rows = t.held.map((h) => el("tr", { "data-shard": h.shard },
+      el("td", {}, el("code", { text: h.shard })),
+      el("td", {}, ...h.pending_ddl.map((s) => el("div", { class: "sql", text: s }))),
+      el("td", { class: "num", text: fmt(h.held_rows) }),
+      el("td", { text: h.since ? ago(h.since) : "–" }),
+      el("td", { text: h.conflict || (h.ready ? "ran the lock's DDL" : "") }),
+      el("td", {}, actionButton(t.target, h.shard, "skip", "the pending DDL never runs downstream; held rows replay"),
+        actionButton(t.target, h.shard, "exec", "run the pending DDL downstream as written"),
+        actionButton(t.target, h.shard, "replace", "run other statements instead"))));
+    card.append(el("table", {}, el("thead", {}, el("tr", {}, ...["held shard", "pending DDL", "held rows", "since", "note", "actions"].map((x) => el("th", { text: x })))),
+      el("tbody", {}, ...rows)));
+  } else {
+    card.append(el("p", { class: "empty", text: "no shard held" }));
+  }
+  card.append(el("div", {}, actionButton(t.target, null, "retry", "run a refused downstream change again"),
+    actionButton(t.target, null, "force-remove", "drop the lock: every held shard's pending DDL is skipped")));
+  card.append(renderSchemas(t));
+  return card;
+}
+
+function renderSchemas(t) {
+  const d = el("details", {}, el("summary", { text: `joined schema (${Object.keys(t.joined).length} columns) against each shard` }));
+  d.append(el("table", { class: "compact" }, el("thead", {}, el("tr", {}, el("th", { text: "column" }), el("th", { text: "joined type" }))),
+    el("tbody", {}, ...Object.entries(t.joined).map(([c, ty]) => el("tr", {}, el("td", {}, el("code", { text: c })), el("td", { class: "sql", text: ty }))))));
+  const rows = t.shard_schemas.map((s) => {
+    const diff = [];
+    for (const c of s.missing) diff.push(el("div", { class: "missing", text: "lacks " + c }));
+    for (const c of s.extra) diff.push(el("div", { class: "extra", text: "has " + c + " (not joined)" }));
+    for (const c of s.retyped) diff.push(el("div", { class: "extra", text: `${c.column}: ${c.shard} (joined ${c.joined})` }));
+    if (!diff.length) diff.push(el("span", { class: "same", text: "same as joined" }));
+    return el("tr", { "data-schema-shard": s.shard }, el("td", {}, el("code", { text: s.shard })), el("td", { text: s.held ? "held" : "" }), el("td", {}, ...diff));
+  });
+  d.append(el("table", {}, el("thead", {}, el("tr", {}, el("th", { text: "shard" }), el("th", { text: "" }), el("th", { text: "difference from the joined schema" }))), el("tbody", {}, ...rows)));
+  return d;
+}
+
+function renderLocks(locks) {
+  const waiting = document.getElementById("commands-waiting");
+  const items = locks.commands_waiting.map((w) => el("li", {}, el("code", { text: w })));
+  waiting.replaceChildren(...(items.length ? [el("div", { class: "queued" }, "Commands waiting for the next micro-batch:", el("ul", {}, ...items))] : []));
+  if (locks.stopped) waiting.append(el("p", { class: "conflict-text", text: `the job stopped in batch ${locks.stopped.batch}: ${locks.stopped.error}` }));
+  const box = document.getElementById("targets");
+  box.replaceChildren(...(locks.targets.length ? locks.targets.map(renderTarget) : [el("p", { class: "empty", text: "no target yet (no batch has run)" })]));
+}
+
+function renderDead(dead) {
+  const parts = Object.entries(dead.by_reason).map(([k, v]) => `${k}: ${v}`);
+  document.getElementById("dead-summary").replaceChildren(
+    el("p", { text: parts.length ? "by reason — " + parts.join(", ") : "no dead letter" }),
+    ...(dead.error ? [el("p", { class: "conflict-text", text: "counting failed: " + dead.error })] : []));
+  document.querySelector("#dead-table tbody").replaceChildren(...dead.latest.map((d) => el("tr", {},
+    el("td", { text: d.seen_at || "" }), el("td", { text: d.topic }), el("td", { class: "num", text: d.partition }),
+    el("td", { class: "num", text: d.offset }), el("td", { text: d.format }), el("td", { class: "sql", text: d.reason }))));
+}
+
+// --- commands ----------------------------------------------------------------------
+
+function confirmCommand(target, shard, action) {
+  const dlg = document.getElementById("confirm");
+  const sqlLabel = document.getElementById("confirm-sql-label");
+  const sql = document.getElementById("confirm-sql");
+  document.getElementById("confirm-title").textContent = `${action} — ${target}`;
+  const what = {
+    skip: `Skip the pending DDL of ${shard}: it never runs downstream, and the shard's held rows replay without the columns the target lacks.`,
+    exec: `Run the pending DDL of ${shard} downstream as written, then release the shard.`,
+    replace: `Replace the pending DDL of ${shard} with the statements below.`,
+    "force-remove": `Drop the lock of ${target}: every held shard's pending DDL is skipped.`,
+    retry: `Run again the downstream change ${target} refused (after fixing the table by hand).`,
+  }[action];
+  document.getElementById("confirm-text").textContent = what + " The command is queued and applies at the next micro-batch.";
+  sqlLabel.hidden = action !== "replace";
+  sql.value = "";
+  dlg.onclose = async () => {
+    if (dlg.returnValue !== "ok") return;
+    const body = { target, action };
+    if (shard) body.shard = shard;
+    if (action === "replace") body.statements = sql.value.split("\n").map((s) => s.trim()).filter(Boolean);
+    const r = await fetch("/api/commands", { method: "POST", headers: headers({ "Content-Type": "application/json" }), body: JSON.stringify(body) });
+    const answer = await r.json();
+    setStatus(r.ok ? `queued: ${answer.words}` : `refused: ${answer.error}`, !r.ok);
+    refresh();
+  };
+  dlg.returnValue = "";
+  dlg.showModal();
+}
+
+function setStatus(text, bad) {
+  const s = document.getElementById("status");
+  s.textContent = text;
+  s.className = "status" + (bad ? " bad" : "");
+}
+
+async function refresh() {
+  try {
+    const [p, locks, dead] = await Promise.all([getJSON("/api/progress"), getJSON("/api/locks"), getJSON("/api/dead-letters")]);
+    renderOverview(p, locks, dead);
+    renderLocks(locks);
+    renderDead(dead);
+    document.body.dataset.batch = locks.batch ?? "";
+    if (!document.getElementById("status").textContent.startsWith("queued")) setStatus("updated " + new Date().toLocaleTimeString());
+  } catch (e) {
+    setStatus(String(e), true);
+  }
+}
+
+refresh();
+setInterval(refresh, REFRESH_MS);

@@ -1,0 +1,232 @@
+"""Prometheus metrics of the running job (the exposition format of ``prometheus_client``).
+
+One collector builds every family at scrape time from the observer, the persisted
+coordinator state and Spark's last query progress: a scrape starts no Spark job and
+takes no lock a batch waits on for longer than a copy. Names follow Prometheus' rules:
+the ``shardmerge_`` prefix, ``_total`` for counters, units in names, and labels that stay
+bounded (target, shard, topic, partition, and small fixed sets: stage, step, kind,
+action, reason class). docs/operations.md lists every metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from streaming.ops.observer import STEP_BUCKETS
+from streaming.ops.views import Views, lag_by_partition
+
+__all__ = ["JobCollector", "registry_for"]
+
+STAGES = ("none", "waiting", "conflict")
+ROW_ACTIONS = {"written": "written", "held": "held", "replayed": "replayed", "dropped": "dropped"}
+
+
+class JobCollector(Collector):
+    def __init__(self, views: Views) -> None:
+        self.views = views
+
+    def collect(self) -> Iterator[Metric]:
+        snap = self.views.observer.snapshot()
+        yield from self._locks()
+        yield from self._counters(snap)
+        yield from self._steps(snap)
+        yield from self._progress()
+        yield from self._tables()
+
+    # --- locks (from the persisted coordinator state) -------------------------------------
+
+    def _locks(self) -> Iterator[Metric]:
+        locks = self.views.locks()
+        stage = GaugeMetricFamily(
+            "shardmerge_lock_stage",
+            "1 for the stage each target's lock is in (none, waiting, conflict), else 0",
+            labels=["target", "mode", "stage"],
+        )
+        shards = GaugeMetricFamily(
+            "shardmerge_target_shards", "shards routed to the target", labels=["target"]
+        )
+        held = GaugeMetricFamily(
+            "shardmerge_held_shards", "shards whose rows are held", labels=["target"]
+        )
+        pending = GaugeMetricFamily(
+            "shardmerge_pending_ddls", "DDL statements waiting in the lock", labels=["target"]
+        )
+        synced = GaugeMetricFamily(
+            "shardmerge_rollout_shards",
+            "shards that ran the lock's DDL (pessimistic) or have the joined schema",
+            labels=["target"],
+        )
+        held_rows = GaugeMetricFamily(
+            "shardmerge_held_rows",
+            "rows of a shard waiting in the stash (counted after a batch)",
+            labels=["target", "shard"],
+        )
+        held_since = GaugeMetricFamily(
+            "shardmerge_held_since_timestamp_seconds",
+            "commit time of the event a held shard waits from",
+            labels=["target", "shard"],
+        )
+        for t in locks["targets"]:
+            name = t["target"]
+            for s in STAGES:
+                stage.add_metric([name, t["mode"], s], 1.0 if t["stage"] == s else 0.0)
+            shards.add_metric([name], t["shards"])
+            held.add_metric([name], len(t["held"]))
+            pending.add_metric([name], sum(len(h["pending_ddl"]) for h in t["held"]))
+            synced.add_metric([name], t["rollout"]["done"])
+            for h in t["held"]:
+                held_rows.add_metric([name, h["shard"]], h["held_rows"])
+                if h["since"] is not None:
+                    held_since.add_metric([name, h["shard"]], h["since"])
+        yield from (stage, shards, held, pending, synced, held_rows, held_since)
+        waiting = GaugeMetricFamily(
+            "shardmerge_commands_waiting", "operator commands queued for the next micro-batch"
+        )
+        waiting.add_metric([], len(locks["commands_waiting"]))
+        yield waiting
+        state = self.views.state()
+        last = GaugeMetricFamily("shardmerge_last_batch_id", "id of the last completed batch")
+        if state is not None:
+            last.add_metric([], state["batch"])
+        yield last
+
+    # --- counts of this run (observer) ---------------------------------------------------
+
+    def _counters(self, snap: dict[str, Any]) -> Iterator[Metric]:
+        totals = snap["totals"]
+        rows = CounterMetricFamily(
+            "shardmerge_rows",
+            "row events by what happened to them: written (MERGEd: inserts, updates, "
+            "deletes), held (stashed), replayed (from the stash), dropped (shadow/trash)",
+            labels=["action"],
+        )
+        for key, action in ROW_ACTIONS.items():
+            rows.add_metric([action], totals.get(key, 0))
+        yield rows
+        events = CounterMetricFamily("shardmerge_events", "decoded events, rows and DDL")
+        events.add_metric([], totals.get("events", 0))
+        yield events
+        control = CounterMetricFamily(
+            "shardmerge_control_events", "DDL and TRUNCATE events read from upstream"
+        )
+        control.add_metric([], totals.get("ddl", 0))
+        yield control
+        applied = CounterMetricFamily(
+            "shardmerge_ddl_applied", "schema changes run on the target tables", labels=["kind"]
+        )
+        for kind, n in sorted(snap["ddl_applied"].items()):
+            applied.add_metric([kind], n)
+        yield applied
+        refused = CounterMetricFamily(
+            "shardmerge_ddl_refused", "schema changes the target tables could not take"
+        )
+        refused.add_metric([], totals.get("refused_ddl", 0))
+        yield refused
+        conflicts = CounterMetricFamily(
+            "shardmerge_conflicts", "times a target's lock entered conflict", labels=["target"]
+        )
+        for target, n in sorted(snap["conflicts"].items()):
+            conflicts.add_metric([target], n)
+        yield conflicts
+        errors = CounterMetricFamily(
+            "shardmerge_command_errors", "operator commands that could not be applied"
+        )
+        errors.add_metric([], totals.get("command_errors", 0))
+        yield errors
+        batches = CounterMetricFamily("shardmerge_batches", "micro-batches completed")
+        batches.add_metric([], _count(snap))
+        yield batches
+        when = GaugeMetricFamily(
+            "shardmerge_last_batch_timestamp_seconds", "when the last batch completed"
+        )
+        if snap["history"]:
+            when.add_metric([], snap["history"][-1].ended_at)
+        yield when
+
+    def _steps(self, snap: dict[str, Any]) -> Iterator[Metric]:
+        family = HistogramMetricFamily(
+            "shardmerge_batch_step_duration_seconds",
+            "time of each protocol step of a micro-batch (restore, commands, decode, epochs, "
+            "write, persist)",
+            labels=["step"],
+        )
+        for step, h in sorted(snap["steps"].items()):
+            cumulative = list(zip([str(b) for b in STEP_BUCKETS], h.buckets, strict=True))
+            family.add_metric([step], [*cumulative, ("+Inf", h.count)], h.total)
+        yield family
+
+    # --- Spark's query progress ----------------------------------------------------------
+
+    def _progress(self) -> Iterator[Metric]:
+        recent = self.views.recent_progress()
+        last = recent[-1] if recent else None
+        lag = GaugeMetricFamily(
+            "shardmerge_kafka_lag_records",
+            "records of a topic-partition behind the latest offset at the last trigger",
+            labels=["topic", "partition"],
+        )
+        for (topic, part), n in sorted(lag_by_partition(last).items()):
+            lag.add_metric([topic, str(part)], n)
+        yield lag
+        rates = (
+            ("shardmerge_input_rows_per_second", "inputRowsPerSecond", "Kafka records/s read"),
+            (
+                "shardmerge_processed_rows_per_second",
+                "processedRowsPerSecond",
+                "Kafka records/s processed",
+            ),
+        )
+        for name, key, text in rates:
+            g = GaugeMetricFamily(name, f"{text}, last trigger (Spark's query progress)")
+            if last is not None and last.get(key) is not None:
+                g.add_metric([], float(last[key]))
+            yield g
+        trigger = GaugeMetricFamily(
+            "shardmerge_trigger_duration_seconds",
+            "Spark's durations of the last trigger by phase (addBatch is the micro-batch)",
+            labels=["phase"],
+        )
+        for phase, ms in sorted(((last or {}).get("durationMs") or {}).items()):
+            trigger.add_metric([phase], ms / 1000)
+        yield trigger
+
+    # --- tables counted after a batch ----------------------------------------------------
+
+    def _tables(self) -> Iterator[Metric]:
+        dead = self.views.dead_letters()
+        family = CounterMetricFamily(
+            "shardmerge_dead_letters",
+            "records in the dead-letter table, by reason class",
+            labels=["reason"],
+        )
+        for reason, n in sorted(dead["by_reason"].items()):
+            family.add_metric([reason], n)
+        yield family
+        errors = CounterMetricFamily(
+            "shardmerge_ops_refresh_errors", "failed counts of held rows and dead letters"
+        )
+        counts = self.views.counts
+        errors.add_metric([], 0 if counts is None else counts.errors)
+        yield errors
+
+
+def _count(snap: dict[str, Any]) -> int:
+    # The history is bounded; the step histograms count every batch of the run.
+    h = snap["steps"].get("persist")
+    return h.count if h is not None else len(snap["history"])
+
+
+def registry_for(views: Views) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(JobCollector(views))
+    return registry

@@ -1,0 +1,50 @@
+"""Start and stop the operations side of a running query: counts, views, the server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from streaming.config import OpsSettings
+from streaming.ops.metrics import registry_for
+from streaming.ops.server import OpsServer
+from streaming.ops.tables import TableCounts
+from streaming.ops.views import Views
+
+__all__ = ["Ops", "start_ops"]
+
+
+@dataclass
+class Ops:
+    views: Views
+    counts: TableCounts
+    server: OpsServer
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def stop(self) -> None:
+        self.server.stop()
+        self.counts.stop()
+
+
+def start_ops(
+    spark: SparkSession, processor: Any, query: Any, ops: OpsSettings | None = None
+) -> Ops:
+    """Serve ``/metrics``, the dashboard and the API of ``query`` (the job's streaming
+    query, with its :class:`~streaming.batch.BatchProcessor`) on ``ops`` (default: the
+    job's ``settings.ops``)."""
+    settings = processor.settings
+    counts = TableCounts(
+        spark, processor.observer, processor.stash_path, settings.dead_letters()
+    ).start()
+    views = Views(settings, processor.store, processor.observer, query, counts)
+    try:
+        server = OpsServer(ops or settings.ops, views, registry_for(views)).start()
+    except OSError:
+        counts.stop()
+        raise
+    return Ops(views, counts, server)

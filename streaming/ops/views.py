@@ -1,0 +1,288 @@
+"""The JSON views of the running job: locks, shards, progress, dead letters.
+
+Built from the state the last batch persisted (the coordinator's pure state, restored
+here without Spark), the batch observer and Spark's ``StreamingQueryProgress`` (driver
+memory, read over py4j: no Spark job). Held rows and dead letters come from
+:class:`~streaming.ops.tables.TableCounts`, counted after a batch, off its thread.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+from coordinator.coordinator import Coordinator
+from coordinator.ids import ShardId
+from coordinator.state import restore
+from coordinator.target import ShardState, Target
+from schemas import apply
+from schemas.changes import AlterTable, CreateTable
+from schemas.model import TableSchema, name_key
+from shardmerge.errors import ShardMergeError
+from streaming.config import Settings
+from streaming.ops.observer import BatchObserver
+from streaming.state_store import StateStore
+
+__all__ = ["Views", "lag_by_partition", "progress_dicts"]
+
+
+def _offsets(raw: Any) -> dict[str, dict[str, int]]:
+    """Kafka source offsets (``{"topic": {"0": 12}}``), given as JSON text or a dict."""
+    if raw is None:
+        return {}
+    data = json.loads(raw) if isinstance(raw, str) else raw
+    return {t: {p: int(o) for p, o in parts.items()} for t, parts in data.items()}
+
+
+def lag_by_partition(progress: dict[str, Any] | None) -> dict[tuple[str, int], int]:
+    """Records behind the latest offset, per topic-partition, from one query progress: the
+    Kafka source's ``latestOffset`` (what the broker had when the batch was planned)
+    against its ``endOffset`` (what the batch read up to)."""
+    out: dict[tuple[str, int], int] = {}
+    if not progress:
+        return out
+    for source in progress.get("sources", []):
+        if not str(source.get("description", "")).startswith("KafkaV2"):
+            continue
+        end = _offsets(source.get("endOffset"))
+        latest = _offsets(source.get("latestOffset"))
+        for topic, parts in latest.items():
+            for part, offset in parts.items():
+                read = end.get(topic, {}).get(part, offset)
+                out[(topic, int(part))] = max(offset - read, 0)
+    return out
+
+
+def progress_dicts(query: Any) -> list[dict[str, Any]]:
+    """The query's recent progress updates as plain dicts (oldest first)."""
+    if query is None:
+        return []
+    return [json.loads(p.json) for p in query.recentProgress]
+
+
+def _since(position: Any) -> float | None:
+    """The commit time (unix seconds) in a coordinator position, if it has one."""
+    if isinstance(position, list) and len(position) >= 4 and position[3]:
+        return float(position[3]) / 1000
+    return None
+
+
+def upstream_schema(st: ShardState) -> TableSchema:
+    """The shard's schema as its upstream has it: after the DDLs it holds on (a pending
+    statement that does not apply leaves the schema as it was; the lock shows why)."""
+    schema = st.final
+    for d in st.pending:
+        if isinstance(d.change, AlterTable | CreateTable):
+            try:
+                schema = apply(d.change, schema)
+            except ShardMergeError:
+                break
+    return schema
+
+
+def _columns(schema: TableSchema | None) -> dict[str, str]:
+    return {} if schema is None else {c.name: c.type.type_sql() for c in schema.columns}
+
+
+def schema_difference(shard: TableSchema, joined: TableSchema | None) -> dict[str, Any]:
+    """What a shard's schema lacks, adds or types differently, against the joined one."""
+    if joined is None:
+        return {"missing": [], "extra": [], "retyped": []}
+    mine = {name_key(c.name): c for c in shard.columns}
+    theirs = {name_key(c.name): c for c in joined.columns}
+    return {
+        "missing": [theirs[k].name for k in theirs if k not in mine],
+        "extra": [mine[k].name for k in mine if k not in theirs],
+        "retyped": [
+            {"column": mine[k].name, "shard": mine[k].type.type_sql(), "joined": t}
+            for k in mine
+            if k in theirs and (t := theirs[k].type.type_sql()) != mine[k].type.type_sql()
+        ],
+    }
+
+
+class Views:
+    def __init__(
+        self,
+        settings: Settings,
+        store: StateStore,
+        observer: BatchObserver,
+        query: Any = None,
+        counts: Any = None,
+    ) -> None:
+        self.settings = settings
+        self.observer = observer
+        self.query = query
+        self.counts = counts
+        self.store = store  # the job's own: commands go to the inbox `shardmerge unlock` uses
+        self._recent: tuple[float, list[dict[str, Any]]] = (0.0, [])
+        self._recent_lock = threading.Lock()
+
+    def recent_progress(self) -> list[dict[str, Any]]:
+        """Spark's recent query progress, fetched over py4j at most once a second (the page
+        and Prometheus ask often; each ask from a new thread costs a py4j connection)."""
+        with self._recent_lock:
+            at, recent = self._recent
+            if time.monotonic() - at > 1.0:
+                recent = progress_dicts(self.query)
+                self._recent = (time.monotonic(), recent)
+            return recent
+
+    # --- the state -----------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any] | None:
+        """The last persisted state: the observer's, or the store's before this run's first
+        batch (a restarted job shows its locks at once)."""
+        state = self.observer.snapshot()["state"]
+        if state is None:
+            latest = self.store.latest()
+            state = None if latest is None else latest[1]
+        return state
+
+    def coordinator(self, state: dict[str, Any] | None) -> Coordinator | None:
+        if state is None:
+            return None
+        return restore(
+            state["coordinator"],
+            self.settings.router(),
+            self.settings.target_configs(),
+            self.settings.default_config(),
+        )
+
+    # --- locks ---------------------------------------------------------------------------
+
+    def locks(self) -> dict[str, Any]:
+        state = self.state()
+        c = self.coordinator(state)
+        held_rows = self.counts.held_rows() if self.counts is not None else {}
+        targets = (
+            [] if c is None else [self._target(t, held_rows) for _, t in sorted(c.targets.items())]
+        )
+        failure = self.store.failure()
+        return {
+            "batch": None if state is None else state["batch"],
+            "targets": targets,
+            "stopped": None
+            if failure is None
+            else {"batch": failure["batch"], "error": failure["error"]},
+            "commands_waiting": [c["words"] for c in self.store.inbox()],
+        }
+
+    def _target(self, t: Target, held_rows: dict[tuple[str, str], int]) -> dict[str, Any]:
+        held = {s.shard for s in t.held_shards()}
+        return {
+            "target": str(t.id),
+            "mode": t.mode,
+            "stage": t.stage,
+            "conflict": t.conflict,
+            "shards": len(t.shards),
+            "rollout": self._rollout(t),
+            "joined": _columns(t.applied),
+            "held": [
+                self._held(t, st, held_rows.get((str(t.id), str(st.shard)), 0))
+                for st in t.held_shards()
+            ],
+            "shard_schemas": [
+                {
+                    "shard": str(s),
+                    "held": s in held,
+                    **schema_difference(upstream_schema(st), t.applied),
+                }
+                for s, st in sorted(t.shards.items())
+            ],
+        }
+
+    @staticmethod
+    def _rollout(t: Target) -> dict[str, Any]:
+        """How far the DDL in flight has come: pessimistic, the shards that ran the lock's
+        DDL; otherwise the shards whose schema is the joined schema (synced)."""
+        total = len(t.shards)
+        if t.mode == "pessimistic" and t.expected is not None:
+            return {"ddl": t.expected.sql, "done": len(t.ready), "total": total, "of": "ran it"}
+        pending = [d.sql for st in t.held_shards() for d in st.pending]
+        synced = sum(
+            1
+            for st in t.shards.values()
+            if t.applied is not None
+            and not any(schema_difference(upstream_schema(st), t.applied).values())
+        )
+        return {
+            "ddl": pending[0] if pending else None,
+            "done": synced,
+            "total": total,
+            "of": "synced",
+        }
+
+    @staticmethod
+    def _held(t: Target, st: ShardState, rows: int) -> dict[str, Any]:
+        since = st.pending[0].position if st.pending else st.awaiting
+        return {
+            "shard": str(st.shard),
+            "pending_ddl": [d.sql for d in st.pending]
+            or (["(rows ahead of a DDL not yet received)"] if st.awaiting is not None else []),
+            "conflict": st.conflict,
+            "since": _since(since),
+            "held_rows": rows,
+            "ready": st.shard in t.ready,
+        }
+
+    # --- shards --------------------------------------------------------------------------
+
+    def shards(self) -> dict[str, Any]:
+        state = self.state()
+        c = self.coordinator(state)
+        out = []
+        if c is not None:
+            for shard, tid in sorted(c.where.items()):
+                st = c.targets[tid].shards[shard]
+                route = c.route_row(ShardId.parse(str(shard)))
+                out.append(
+                    {
+                        "shard": str(shard),
+                        "target": str(tid),
+                        "route": route.action,
+                        "version": st.version,
+                        "columns": _columns(st.schema),
+                    }
+                )
+        return {"batch": None if state is None else state["batch"], "shards": out}
+
+    # --- progress ------------------------------------------------------------------------
+
+    def progress(self) -> dict[str, Any]:
+        snap = self.observer.snapshot()
+        recent = self.recent_progress()
+        last = recent[-1] if recent else None
+        return {
+            "now": time.time(),
+            "batches": [
+                {"batch": r.batch, "ended_at": r.ended_at, "steps": r.steps, "stats": r.stats}
+                for r in snap["history"]
+            ],
+            "spark": [
+                {
+                    "batch": p.get("batchId"),
+                    "timestamp": p.get("timestamp"),
+                    "input_rows": p.get("numInputRows"),
+                    "input_rows_per_second": p.get("inputRowsPerSecond"),
+                    "processed_rows_per_second": p.get("processedRowsPerSecond"),
+                    "duration_ms": p.get("durationMs", {}),
+                    "lag": sum(lag_by_partition(p).values()),
+                }
+                for p in recent
+            ],
+            "lag": [
+                {"topic": topic, "partition": part, "records": n}
+                for (topic, part), n in sorted(lag_by_partition(last).items())
+            ],
+            "totals": snap["totals"],
+        }
+
+    # --- dead letters --------------------------------------------------------------------
+
+    def dead_letters(self) -> dict[str, Any]:
+        if self.counts is None:
+            return {"by_reason": {}, "latest": [], "as_of": None, "error": None}
+        return self.counts.dead_letters()

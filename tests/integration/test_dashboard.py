@@ -1,0 +1,271 @@
+"""The dashboard and /metrics of a running job: real Kafka, Spark, Delta and Chromium.
+
+A pessimistic target of three shards rolls out ADD COLUMN shard by shard: the page shows
+the lock go waiting -> none with its progress bar advancing; a second DDL holds one shard
+and the page's "skip" (confirmed in its dialog) releases it at the next micro-batch.
+/metrics is parsed with the Prometheus client's parser and checked against the job's
+state and the Delta table. Screenshots are kept in .artifacts/dashboard/ (CI uploads it).
+
+Chromium is Debian's (scripts/install-chromium), driven through its own chromedriver by
+selenium; nothing downloads a browser.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from pyspark.sql import SparkSession
+
+from coordinator.ids import TargetId
+from devkit.kafka_local import KafkaBroker
+from devkit.producer import DebeziumProducer
+from schemas import apply, parse_create_table, parse_ddl
+from schemas.model import TableSchema
+from streaming.config import Settings
+from streaming.job import build_query
+from streaming.ops.running import start_ops
+from streaming.state_store import StateStore
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(os.environ.get("SHARDMERGE_ARTIFACTS", ROOT / ".artifacts")) / "dashboard"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+WAIT = 900  # seconds a page state may take to appear (micro-batches on a busy machine)
+
+pytestmark = [
+    pytest.mark.timeout(3600),
+    pytest.mark.kafka,
+    pytest.mark.spark,
+    pytest.mark.skipif(
+        not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
+        reason="Debian's chromium and chromium-driver are needed: run scripts/install-chromium",
+    ),
+]
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--window-size=1400,2000",
+    ):  # fmt: skip
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+class Upstream:
+    """Three shards of shop.orders on one Debezium source, their schemas kept here."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.source = f"it{uuid.uuid4().hex[:10]}"
+        self.producer = DebeziumProducer(bootstrap, self.source)
+        self.schemas: dict[str, TableSchema] = {}
+        self.next_id = 0
+
+    def create(self, table: str) -> None:
+        sql = f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(20))"
+        self.schemas[table] = parse_create_table(sql)
+        self.producer.ddl("shop", table, sql, self.schemas[table])
+
+    def alter(self, table: str, sql: str) -> None:
+        (change,) = parse_ddl(sql)
+        self.schemas[table] = apply(change, self.schemas[table])
+        self.producer.ddl("shop", table, sql, self.schemas[table])
+
+    def rows(self, table: str, n: int) -> None:
+        schema = self.schemas[table]
+        for _ in range(n):
+            self.next_id += 1
+            after = {c.name: None for c in schema.columns}
+            after.update(id=self.next_id, v=f"{table}-{self.next_id}")
+            self.producer.row("shop", table, "c", None, after, schema)
+        self.producer.flush()
+
+
+QUERY: list[Any] = []  # the running query: a wait ends at once if it failed
+
+
+def wait_for(driver: Any, script: str, what: str) -> Any:
+    """Wait until ``script`` (JS returning a value) gives a truthy value on the page."""
+
+    def check(d: Any) -> Any:
+        for q in QUERY:
+            if q.exception() is not None:
+                raise AssertionError(f"the query failed: {q.exception()}")
+        return d.execute_script(script)
+
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, WAIT, poll_frequency=0.5).until(check)
+    except TimeoutException:
+        shot(driver, f"timeout-{what}")
+        raise AssertionError(f"the page never showed {what}") from None
+
+
+def shot(driver: Any, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    return path
+
+
+def lock_is(stage: str, done: int, total: int) -> str:
+    return (
+        "const t = document.querySelector('[data-target=\"shop.orders\"]');"
+        f"if (!t || t.dataset.stage !== '{stage}') return false;"
+        "const b = t.querySelector('.bar');"
+        f"return b.dataset.done === '{done}' && b.dataset.total === '{total}';"
+    )
+
+
+def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(url + "metrics", timeout=30) as r:
+        text = r.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def get_json(url: str, path: str) -> Any:
+    with urllib.request.urlopen(url + path, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def test_rollout_skip_and_metrics_in_a_real_browser(
+    kafka: KafkaBroker, spark: SparkSession, tmp_path: Path, browser: Any
+) -> None:
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    up = Upstream(kafka.bootstrap)
+    tables = ["orders_0", "orders_1", "orders_2"]
+    for t in tables:
+        up.create(t)
+        up.rows(t, 5)
+    settings = Settings.model_validate(
+        {
+            "kafka": {"bootstrap": kafka.bootstrap},
+            "sources": [{"format": "debezium", "pattern": rf"{up.source}(\..*)?"}],
+            "routes": [{"target": "shop.orders", "table": "orders_*"}],
+            "targets": {"shop.orders": {"mode": "pessimistic"}},
+            "sink": {"path": str(tmp_path / "lake")},
+            "checkpoint": str(tmp_path / "checkpoint"),
+            "trigger_interval": "1 second",
+            "ops": {"port": 0},
+        }
+    )
+    query, processor = build_query(spark, settings)
+    ops = start_ops(spark, processor, query)
+    QUERY[:] = [query]
+    try:
+        browser.get(ops.url)
+        run_the_rollout(browser, up, ops.url, tables)
+        check_metrics(spark, settings, ops.url, up)
+    finally:
+        ops.stop()
+        query.stop()
+    assert query.exception() is None
+
+
+def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> None:
+    wait_for(browser, lock_is("none", 3, 3), "three shards, lock none")
+    shot(browser, "1-running")
+
+    add = "ALTER TABLE {t} ADD COLUMN note VARCHAR(64)"
+    for t in tables[:2]:
+        up.alter(t, add.format(t=t))
+        up.rows(t, 4)
+    wait_for(browser, lock_is("waiting", 2, 3), "the lock waiting, 2 of 3 shards")
+    # Held rows are counted from the stash after a batch: 4 rows of each held shard.
+    held = (
+        "return [...document.querySelectorAll('[data-target=\"shop.orders\"] tr[data-shard]')]"
+        ".map(r => r.dataset.shard + '=' + r.children[2].textContent).join(',') === "
+        f"'{up.source}.shop.orders_0=4,{up.source}.shop.orders_1=4';"
+    )
+    wait_for(browser, held, "4 held rows per held shard")
+    label = browser.execute_script(
+        "return document.querySelector('[data-target=\"shop.orders\"] .rollout .label').textContent"
+    )
+    assert label == "ALTER TABLE orders_0 ADD COLUMN note VARCHAR(64): 2 of 3 shards ran it"
+    shot(browser, "2-waiting-2-of-3")
+
+    up.alter(tables[2], add.format(t=tables[2]))
+    up.rows(tables[2], 1)
+    wait_for(browser, lock_is("none", 3, 3), "the lock back to none, 3 of 3 shards synced")
+    shot(browser, "3-synced")
+
+    # A DDL only one shard runs: it is held; "skip" releases it at the next micro-batch.
+    up.alter(tables[0], "ALTER TABLE orders_0 ADD COLUMN memo INT")
+    up.rows(tables[0], 3)
+    wait_for(browser, lock_is("waiting", 1, 3), "the lock waiting, 1 of 3 shards")
+    shard = f"{up.source}.shop.orders_0"
+    browser.execute_script(
+        'document.querySelector(`tr[data-shard="${arguments[0]}"] button[data-action=skip]`)'
+        ".scrollIntoView()",
+        shard,
+    )
+    shot(browser, "4-held-before-skip")
+    browser.find_element(
+        "css selector", f'tr[data-shard="{shard}"] button[data-action="skip"]'
+    ).click()
+    wait_for(browser, "return document.getElementById('confirm').open", "the confirmation")
+    text = browser.find_element("id", "confirm-text").text
+    assert shard in text and "next micro-batch" in text
+    shot(browser, "5-confirm-skip")
+    browser.find_element("id", "confirm-ok").click()
+    waiting = get_json(url, "api/commands")["waiting"]
+    assert [c["words"] for c in waiting] == [f"unlock shop.orders --shard {shard} --action skip"]
+    # The command applies at the next micro-batch, which new data starts.
+    up.rows(tables[1], 1)
+    wait_for(browser, lock_is("none", 3, 3), "the shard released by skip")
+    assert get_json(url, "api/commands")["waiting"] == []
+    shot(browser, "6-after-skip")
+
+
+def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstream) -> None:
+    store = StateStore(spark, settings.checkpoint)
+    batch, _ = store.latest()
+    samples = scrape(url)
+    target = (("target", "shop.orders"),)
+    assert samples[("shardmerge_last_batch_id", ())] == batch
+    assert (
+        samples[("shardmerge_lock_stage", (("mode", "pessimistic"), ("stage", "none"), *target))]
+        == 1
+    )
+    assert samples[("shardmerge_held_shards", target)] == 0
+    assert samples[("shardmerge_target_shards", target)] == 3
+    assert samples[("shardmerge_ddl_applied_total", (("kind", "add_column"),))] == 1
+    # every row reached the table once: written directly or replayed from the stash
+    rows = spark.read.format("delta").load(settings.table_path(TargetId("shop", "orders"))).count()
+    written = samples[("shardmerge_rows_total", (("action", "written"),))]
+    replayed = samples[("shardmerge_rows_total", (("action", "replayed"),))]
+    assert rows == up.next_id == written + replayed
+    assert samples[("shardmerge_rows_total", (("action", "held"),))] == replayed == 4 + 4 + 3
+    lags = {k[1]: v for k, v in samples.items() if k[0] == "shardmerge_kafka_lag_records"}
+    topics = {dict(labels)["topic"] for labels in lags}
+    assert topics == {up.source} | {f"{up.source}.shop.orders_{i}" for i in range(3)}
+    assert set(lags.values()) == {0.0}
+    assert (
+        samples[("shardmerge_batch_step_duration_seconds_count", (("step", "write"),))]
+        == samples[("shardmerge_batches_total", ())]
+    )

@@ -1,0 +1,278 @@
+"""The operator HTTP API and /metrics of a job, over a real server on a free port.
+
+The job's state here is a real coordinator's (4 shards of a pessimistic target, 2 of them
+held on an ADD COLUMN) persisted by the real state store, as a batch leaves it; the full
+path with Kafka, Spark, Delta and a browser is tests/integration/test_dashboard.py. The state
+store goes through the Spark session's Hadoop FileSystem, hence the session here."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from coordinator import Coordinator, ShardId, parse_command, snapshot
+from coordinator.commands import CommandError
+from schemas import parse_create_table
+from streaming.batch import _lock_json
+from streaming.config import ConfigError, Settings, load_settings
+from streaming.ops.metrics import registry_for
+from streaming.ops.observer import BatchObserver, ddl_kind
+from streaming.ops.server import OpsServer, command_from_json
+from streaming.ops.views import Views, lag_by_partition
+from streaming.state_store import StateStore
+
+SHARDS = [ShardId("s1", "shop", f"orders_{i}") for i in range(4)]
+ADD = "ALTER TABLE orders_{i} ADD COLUMN note VARCHAR(64)"
+TOKEN = "t0k-en"
+
+
+def settings(tmp_path: Path, **ops) -> Settings:
+    return Settings.model_validate(
+        {
+            "kafka": {"bootstrap": "127.0.0.1:1"},
+            "sources": [{"topics": ["s1"]}],
+            "routes": [{"target": "shop.orders", "table": "orders_*"}],
+            "targets": {"shop.orders": {"mode": "pessimistic"}},
+            "sink": {"path": str(tmp_path / "lake")},
+            "checkpoint": str(tmp_path / "cp"),
+            "ops": {"port": 0, **ops},
+        }
+    )
+
+
+def job_state(store: StateStore, s: Settings, observer: BatchObserver) -> dict:
+    """Batch 7 of a job whose lock waits: shards 0 and 1 ran the ADD COLUMN."""
+    c = Coordinator(s.router(), s.target_configs(), s.default_config())
+    for shard in SHARDS:
+        c.register(
+            shard, parse_create_table(f"CREATE TABLE {shard.table} (id INT PRIMARY KEY, v INT)")
+        )
+    for i in (0, 1):
+        c.on_ddl(SHARDS[i], ADD.format(i=i), ["bin.1", 100 + i, 0, 1_700_000_000_000 + i, 5 + i])
+    stats = {"batch": 7, "events": 30, "written": 21, "held": 7, "replayed": 0, "dropped": 0,
+             "dead_letters": 0, "ddl": 2, "downstream_ddl": ["ALTER TABLE `orders` ADD COLUMN `x` INT"],
+             "refused_ddl": [], "command_errors": []}  # fmt: skip
+    state = {"batch": 7, "coordinator": snapshot(c), "stats": stats,
+             "locks": [_lock_json(v) for v in c.locks()], "applied_commands": []}  # fmt: skip
+    store.save(7, state)
+    observer.begin(7)
+    observer.lap("restore")
+    observer.done(stats, state)
+    return state
+
+
+@pytest.fixture
+def serve(tmp_path: Path, spark):
+    servers = []
+
+    def start(**ops) -> tuple[OpsServer, Settings, BatchObserver]:
+        s = settings(tmp_path, **ops)
+        observer = BatchObserver()
+        store = StateStore(spark, s.checkpoint)
+        job_state(store, s, observer)
+        views = Views(s, store, observer)
+        server = OpsServer(s.ops, views, registry_for(views)).start()
+        servers.append(server)
+        return server, s, observer
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def call(server: OpsServer, method: str, path: str, body=None, headers=None):
+    host, port = server.httpd.server_address[:2]
+    conn = http.client.HTTPConnection(host, port, timeout=10)
+    data = None if body is None else json.dumps(body).encode()
+    hdrs = {
+        "Host": f"127.0.0.1:{port}",
+        **({"Content-Type": "application/json"} if body is not None else {}),
+        **(headers or {}),
+    }
+    conn.request(method, path, body=data, headers=hdrs)
+    r = conn.getresponse()
+    raw = r.read()
+    conn.close()
+    return r.status, dict(r.getheaders()), raw
+
+
+def test_locks_show_the_rollout_held_shards_and_each_shards_difference(serve):
+    server, _, _ = serve()
+    status, headers, raw = call(server, "GET", "/api/locks")
+    assert status == 200
+    assert headers["Content-Type"] == "application/json"
+    (t,) = json.loads(raw)["targets"]
+    assert (t["target"], t["mode"], t["stage"]) == ("shop.orders", "pessimistic", "waiting")
+    assert t["rollout"] == {"ddl": ADD.format(i=0), "done": 2, "total": 4, "of": "ran it"}
+    assert [h["shard"] for h in t["held"]] == ["s1.shop.orders_0", "s1.shop.orders_1"]
+    assert t["held"][0]["pending_ddl"] == [ADD.format(i=0)]
+    assert t["held"][1]["since"] == pytest.approx(1_700_000_000.001)
+    diffs = {d["shard"]: d for d in t["shard_schemas"]}
+    assert diffs["s1.shop.orders_0"]["extra"] == ["note"] and diffs["s1.shop.orders_0"]["held"]
+    assert diffs["s1.shop.orders_3"] == {
+        "shard": "s1.shop.orders_3",
+        "held": False,
+        "missing": [],
+        "extra": [],
+        "retyped": [],
+    }
+    assert t["joined"] == {"id": "INT", "v": "INT"}
+
+
+def test_without_a_token_on_loopback_other_host_names_are_refused(serve):
+    server, _, _ = serve()
+    status, _, _ = call(server, "GET", "/api/locks", headers={"Host": "evil.example:80"})
+    assert status == 403
+
+
+def test_with_a_token_every_request_needs_it(serve):
+    server, _, _ = serve(token=TOKEN)
+    for path in ("/", "/metrics", "/api/locks", "/api/progress", "/static/app.js"):
+        status, headers, _ = call(server, "GET", path)
+        assert status == 401, path
+        assert headers["WWW-Authenticate"].startswith("Bearer")
+        assert call(server, "GET", path, headers={"Authorization": "Bearer wrong"})[0] == 401
+        assert call(server, "GET", path, headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
+    assert call(server, "GET", f"/api/locks?token={TOKEN}")[0] == 200
+    command = {"target": "shop.orders", "action": "force-remove"}
+    assert call(server, "POST", "/api/commands", command)[0] == 401
+    assert call(server, "POST", f"/api/commands?token={TOKEN}", command)[0] == 401  # header only
+
+
+def test_any_address_but_loopback_requires_a_token(tmp_path: Path):
+    with pytest.raises(ConfigError, match=r"ops\.token"):
+        load_settings(None, environ={
+            "SHARDMERGE__KAFKA__BOOTSTRAP": "k:9092", "SHARDMERGE__SOURCES": "[{topics: [a]}]",
+            "SHARDMERGE__ROUTES": "[{target: a.b}]", "SHARDMERGE__SINK__PATH": str(tmp_path),
+            "SHARDMERGE__CHECKPOINT": str(tmp_path), "SHARDMERGE__OPS__BIND": "0.0.0.0",
+        })  # fmt: skip
+    assert settings(tmp_path, bind="0.0.0.0", token=TOKEN).ops.bind == "0.0.0.0"
+
+
+def test_commands_are_post_only_and_go_to_the_clis_durable_inbox(serve, spark):
+    server, s, _ = serve()
+    body = {"target": "shop.orders", "shard": "s1.shop.orders_1", "action": "skip"}
+    for method in ("PUT", "DELETE", "PATCH", "OPTIONS"):
+        assert call(server, method, "/api/commands", body)[0] == 405, method
+    assert call(server, "POST", "/api/locks", body)[0] == 405
+    status, _, raw = call(server, "POST", "/api/commands", body)
+    assert status == 202, raw
+    answer = json.loads(raw)
+    assert answer["words"] == "unlock shop.orders --shard s1.shop.orders_1 --action skip"
+    inbox = StateStore(spark, s.checkpoint).inbox()
+    assert [(c["id"], c["words"]) for c in inbox] == [(answer["id"], answer["words"])]
+    # the same value the batch parses from the inbox, and the CLI writes
+    assert parse_command(inbox[0]["words"]) == command_from_json(body)
+    status, _, raw = call(server, "GET", "/api/commands")
+    assert json.loads(raw)["waiting"] == inbox
+    locks = json.loads(call(server, "GET", "/api/locks")[2])
+    assert locks["commands_waiting"] == [answer["words"]]
+
+
+def test_commands_refused_unless_json_from_the_same_origin_and_well_formed(serve, spark):
+    server, s, _ = serve()
+    _, port = server.httpd.server_address[:2]
+    good = {"target": "shop.orders", "shard": "s1.shop.orders_1", "action": "exec"}
+    form = call(
+        server,
+        "POST",
+        "/api/commands",
+        None,
+        {"Content-Type": "application/x-www-form-urlencoded", "Content-Length": "0"},
+    )
+    assert form[0] == 415
+    assert call(server, "POST", "/api/commands", good, {"Origin": "http://evil.example"})[0] == 403
+    assert call(server, "POST", "/api/commands", {**good, "action": "drop"})[0] == 400
+    assert call(server, "POST", "/api/commands", {**good, "shard": "nodots"})[0] == 400
+    assert call(server, "POST", "/api/commands", {**good, "target": "no.such"})[0] == 404
+    replace = {
+        **good,
+        "action": "replace",
+        "statements": ["ALTER TABLE `a``b'c;--` ADD COLUMN x INT"],
+    }
+    status, _, raw = call(
+        server, "POST", "/api/commands", replace, {"Origin": f"http://127.0.0.1:{port}"}
+    )
+    assert status == 202, raw
+    assert parse_command(json.loads(raw)["words"]).statements == tuple(replace["statements"])
+    assert [c["words"] for c in StateStore(spark, s.checkpoint).inbox()] == [
+        json.loads(raw)["words"]
+    ]
+    with pytest.raises(CommandError):
+        command_from_json({"target": "shop.orders", "action": "skip"})  # skip needs a shard
+
+
+def test_no_cors_headers_ever(serve):
+    server, _, _ = serve()
+    for method, path in (("GET", "/api/locks"), ("OPTIONS", "/api/commands"), ("GET", "/metrics")):
+        _, headers, _ = call(server, method, path, headers={"Origin": "http://evil.example"})
+        assert not [h for h in headers if h.lower().startswith("access-control-")]
+
+
+def test_metrics_parse_and_match_the_jobs_state(serve):
+    server, _, _ = serve()
+    status, headers, raw = call(server, "GET", "/metrics")
+    assert status == 200 and headers["Content-Type"].startswith("text/plain")
+    samples = {}
+    for family in text_string_to_metric_families(raw.decode()):
+        assert family.name.startswith("shardmerge_"), family.name
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    target = (("target", "shop.orders"),)
+    stage = {
+        st: samples[
+            (
+                "shardmerge_lock_stage",
+                (("mode", "pessimistic"), ("stage", st), ("target", "shop.orders")),
+            )
+        ]
+        for st in ("none", "waiting", "conflict")
+    }
+    assert stage == {"none": 0.0, "waiting": 1.0, "conflict": 0.0}
+    assert samples[("shardmerge_target_shards", target)] == 4
+    assert samples[("shardmerge_held_shards", target)] == 2
+    assert samples[("shardmerge_pending_ddls", target)] == 2
+    assert samples[("shardmerge_rollout_shards", target)] == 2
+    assert samples[("shardmerge_last_batch_id", ())] == 7
+    assert samples[("shardmerge_rows_total", (("action", "written"),))] == 21
+    assert samples[("shardmerge_rows_total", (("action", "held"),))] == 7
+    assert samples[("shardmerge_ddl_applied_total", (("kind", "add_column"),))] == 1
+    assert samples[("shardmerge_batches_total", ())] == 1
+    assert samples[("shardmerge_batch_step_duration_seconds_count", (("step", "restore"),))] == 1
+    held_since = (
+        "shardmerge_held_since_timestamp_seconds",
+        (("shard", "s1.shop.orders_0"), ("target", "shop.orders")),
+    )
+    assert samples[held_since] == pytest.approx(1_700_000_000.0)
+
+
+def test_kafka_lag_is_latest_minus_end_offset_per_partition():
+    progress = {"sources": [
+        {"description": "KafkaV2[Subscribe[a]]", "endOffset": {"a": {"0": 10, "1": 7}}, "latestOffset": {"a": {"0": 25, "1": 7}}},
+        {"description": "KafkaV2[Subscribe[ddl]]", "endOffset": '{"ddl": {"0": 3}}', "latestOffset": '{"ddl": {"0": 4}}'},
+    ]}  # fmt: skip
+    assert lag_by_partition(progress) == {("a", 0): 15, ("a", 1): 0, ("ddl", 0): 1}
+
+
+def test_ddl_kinds_are_a_bounded_set():
+    assert ddl_kind("ALTER TABLE t ADD COLUMN a INT, DROP COLUMN b") == [
+        "add_column",
+        "drop_column",
+    ]
+    assert ddl_kind("not sql at all ((") == ["other"]
+
+
+def test_every_served_metric_is_documented_and_every_documented_one_served(serve):
+    server, _, _ = serve()
+    served = {
+        (f.name + "_total" if f.type == "counter" else f.name, f.type)
+        for f in text_string_to_metric_families(call(server, "GET", "/metrics")[2].decode())
+    }
+    doc = (Path(__file__).resolve().parents[2] / "docs/operations.md").read_text()
+    documented = set(re.findall(r"^\| `(shardmerge_[a-z_]+)` \| (\w+) \|", doc, re.M))
+    assert served == documented
