@@ -141,18 +141,18 @@ def maintain_stash(spark: SparkSession, path: str) -> None:
     removed files): the stash is read only at its newest version."""
     from delta.tables import DeltaTable
 
-    from streaming.delta_sink import q
+    from streaming.quoting import string, table_at
 
     if not DeltaTable.isDeltaTable(spark, path):
         return  # nothing was ever held
-    table = f"delta.{q(path)}"
+    table = table_at(path)
     wanted = {
         "delta.logRetentionDuration": "interval 1 days",
         "delta.deletedFileRetentionDuration": "interval 1 days",
     }
     have = DeltaTable.forPath(spark, path).detail().collect()[0]["properties"]
     if any(have.get(k) != v for k, v in wanted.items()):
-        props = ", ".join(f"'{k}' = '{v}'" for k, v in wanted.items())
+        props = ", ".join(f"{string(k)} = {string(v)}" for k, v in wanted.items())
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({props})")
     spark.sql(f"OPTIMIZE {table}")
     spark.sql(f"VACUUM {table}")
