@@ -16,10 +16,10 @@ import threading
 import time
 from typing import Any
 
+from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from streaming.delta_sink import DeltaSink
 from streaming.ops.observer import BatchObserver
 
 __all__ = ["TableCounts", "reason_class"]
@@ -120,7 +120,7 @@ class TableCounts:
         holding = state is not None and any(lock["blocked"] for lock in state.get("locks", []))
         if not holding and not any(self._held.values()):
             return {}
-        if not DeltaSink(self.spark).exists(self.stash_path):
+        if not DeltaTable.isDeltaTable(self.spark, self.stash_path):
             return {}
         rows = (
             self.spark.read.format("delta")
@@ -132,7 +132,7 @@ class TableCounts:
         return {(r["target"], f"{r['source']}.{r['db']}.{r['tbl']}"): r["count"] for r in rows}
 
     def _count_dead_letters(self) -> dict[str, Any]:
-        if not DeltaSink(self.spark).exists(self.dead_letter_path):
+        if not DeltaTable.isDeltaTable(self.spark, self.dead_letter_path):
             return {"by_reason": {}, "latest": []}
         table = self.spark.read.format("delta").load(self.dead_letter_path)
         by_reason: dict[str, int] = {}
