@@ -19,18 +19,3 @@ def test_kill_at_six_points_loses_and_duplicates_nothing(kafka, spark, tmp_path:
     assert report.rows == report.expected
     assert report.missing == [] and report.unexpected == []
     assert report.duplicated_keys == 0
-
-
-def test_kill_with_checkpoint_and_lake_on_an_object_store(kafka, spark, s3, bucket, tmp_path):
-    """The same, with checkpoint, state, stash and lake in a bucket of the S3 API (no
-    atomic rename): the S3A settings reach the job through Spark's conf, not its YAML."""
-    conf = " ".join(f"--conf spark.hadoop.{k}={v}" for k, v in s3.hadoop_conf().items())
-    points = ["after_rows:2", "after_release:1", "before_state:2", "after_state:1"]
-    report = kill_test(
-        kafka.bootstrap, tmp_path, points, spark=spark, source="kts3", storage=bucket,
-        extra_env={"PYSPARK_SUBMIT_ARGS": f"{conf} pyspark-shell"},
-    )  # fmt: skip
-    assert [code for _, code, _ in report.runs].count(-9) >= 3, report.runs
-    assert report.rows == report.expected
-    assert report.missing == [] and report.unexpected == []
-    assert report.duplicated_keys == 0
