@@ -8,10 +8,13 @@ run, plus the DDL barrier latency and the driver's memory while 1M events are he
 2. (b) raw: Spark batch read of every topic + JVM decode + count.
 3. (a) plain: the same events decoded, projected onto the final schema, last action per
    key, one MERGE into a fresh Delta table: what a job without coordination does.
-4. shardmerge: the streaming job (AvailableNow, maxOffsetsPerTrigger) on the same topics.
-5. Barrier: a pessimistic target where the last shard's DDL arrives in a later batch: the
+4. (c) plain streaming: the same streaming query as the job (same Kafka sources, trigger
+   and ``maxOffsetsPerTrigger``), whose foreachBatch only decodes, keeps the last action
+   per key and MERGEs: the baseline that is fair to a stream.
+5. shardmerge: the streaming job (AvailableNow, maxOffsetsPerTrigger) on the same topics.
+6. Barrier: a pessimistic target where the last shard's DDL arrives in a later batch: the
    downstream DDL and the held rows must be written in the batch that reads it.
-6. Held: a pessimistic target where one shard never runs the DDL, so ~1M events go to the
+7. Held: a pessimistic target where one shard never runs the DDL, so ~1M events go to the
    stash; the driver's RSS (Python + JVM) before and after.
 Prints a Markdown table; docs/benchmarks.md keeps the latest run.
 """
@@ -136,6 +139,46 @@ def plain_merge(
     return n, time.time() - started
 
 
+def plain_stream(spark: Any, s: Settings, final_sql: str) -> tuple[int, float, int]:
+    """The job's own streaming query, but foreachBatch only decodes, keeps the last action
+    per key (projected onto the final schema) and MERGEs. Returns (rows, seconds, batches)."""
+    from pyspark.sql import functions as F
+
+    from coordinator.routing import Extract
+    from schemas import parse_create_table
+    from streaming.control import ORDER_KEY
+    from streaming.decode import decode
+    from streaming.delta_sink import DeltaSink
+    from streaming.job import read_kafka
+    from streaming.rows import merge_source, project_actions
+
+    schema = parse_create_table(final_sql)
+    path = s.sink.path + "/plain_stream"
+    DeltaSink(spark).create(path, schema)
+    seen = {"rows": 0, "batches": 0}
+
+    def batch(df: Any, batch_id: int) -> None:
+        events, _ = decode(df, "debezium")
+        rows = events.filter("op NOT IN ('ddl', 't')").withColumn("_okey", F.expr(ORDER_KEY))
+        projected = project_actions(rows, schema, Extract(), project_all=True)
+        DeltaSink(df.sparkSession).merge(
+            path, merge_source(projected, schema), ["id"], list(schema.column_names()),
+            batch_id + 1,
+        )  # fmt: skip
+        seen["batches"] += 1
+
+    started = time.time()
+    query = (
+        read_kafka(spark, s).writeStream.foreachBatch(batch)
+        .option("checkpointLocation", s.checkpoint + "/plain_stream")
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination()
+    secs = time.time() - started
+    seen["rows"] = spark.read.format("delta").load(path).count()
+    return seen["rows"], secs, seen["batches"]
+
+
 def run_job(spark: Any, s: Settings) -> tuple[float, Any]:
     from streaming.job import build_query
 
@@ -153,6 +196,12 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--max-offsets", type=int, default=250_000)
     parser.add_argument("--skip-held", action="store_true")
+    parser.add_argument("--skip-barrier", action="store_true")
+    parser.add_argument(
+        "--deletion-vectors",
+        action="store_true",
+        help="create every Delta table (targets, stash, baselines) with deletion vectors",
+    )
     args = parser.parse_args()
     from devkit import kafka_local
     from streaming.spark_session import build_spark
@@ -171,6 +220,10 @@ def main() -> None:
                 )
             )
             spark = build_spark("shardmerge-bench")
+            if args.deletion_vectors:
+                spark.conf.set(
+                    "spark.databricks.delta.properties.defaults.enableDeletionVectors", "true"
+                )
             n, secs = raw_rate(spark, broker.bootstrap, "bench")
             out.append(
                 (
@@ -192,59 +245,69 @@ def main() -> None:
                 )
             )
             s = settings(broker.bootstrap, "bench", work / "job", "optimistic", args.max_offsets)
+            ps = settings(broker.bootstrap, "bench", work / "ps", "optimistic", args.max_offsets)
+            kept, secs, batches = plain_stream(spark, ps, final)
+            stream = sent / secs
+            out.append(
+                (
+                    "(c) plain streaming: same query and trigger; decode + last per key + MERGE",
+                    f"{sent:,} records in {secs:.1f}s = {stream:,.0f}/s ({batches} batches, "
+                    f"{kept:,} rows kept)",
+                )
+            )
             rss0 = driver_rss()
             secs, _ = run_job(spark, s)
             ours = sent / secs
-            out.append(
-                (
-                    "shardmerge job (optimistic, AvailableNow)",
-                    f"{sent:,} records in {secs:.1f}s = {ours:,.0f}/s ({ours / plain:.2f}x plain)",
-                )
-            )
             latest = StateStore(spark, s.checkpoint).latest()
             assert latest is not None
             out.append(
                 (
-                    "  batches / downstream DDL",
-                    f"{latest[0] + 1} / {sum(1 for _ in [0])} (see state)",
+                    "shardmerge job (optimistic, AvailableNow)",
+                    f"{sent:,} records in {secs:.1f}s = {ours:,.0f}/s "
+                    f"(**{ours / stream:.2f}x plain streaming**, {ours / plain:.2f}x plain batch; "
+                    f"{latest[0] + 1} batches)",
                 )
             )
 
-            # barrier latency: pessimistic, the last shard's DDL in a batch of its own
-            from devkit.producer import DebeziumProducer
-            from devkit.workload import sharded_workload
+            if not args.skip_barrier:
+                # barrier latency: pessimistic, the last shard's DDL in a batch of its own
+                from devkit.producer import DebeziumProducer, send_workload
+                from devkit.workload import sharded_workload
 
-            p = DebeziumProducer(broker.bootstrap, "barrier")
-            events = list(
-                sharded_workload(
-                    4, 2000, ddl_at={0.5: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)"}
+                p = DebeziumProducer(broker.bootstrap, "barrier")
+                events = list(
+                    sharded_workload(
+                        4, 2000, ddl_at={0.5: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)"}
+                    )
                 )
-            )
-            ddls = [
-                i
-                for i, e in enumerate(events)
-                if e.kind == "ddl" and "ADD COLUMN" in (e.statement or "")
-            ]
-            last = ddls[-1]
-            from devkit.producer import send_workload
-
-            send_workload(p, events[:last])
-            p.flush()
-            sb = settings(broker.bootstrap, "barrier", work / "barrier", "pessimistic", 1_000_000)
-            run_job(spark, sb)
-            send_workload(p, events[last:])
-            p.flush()
-            t0 = time.time()
-            run_job(spark, sb)
-            latest = StateStore(spark, sb.checkpoint).latest()
-            assert latest is not None
-            stats = latest[1]["stats"]
-            same = bool(stats["downstream_ddl"]) and stats["replayed"] > 0
-            out.append(("DDL barrier: last shard's DDL -> DDL applied + held rows written",
-                        f"{'in the same micro-batch' if same else 'NOT in the same batch'} "
-                        f"(batch {stats['batch']}, {stats['replayed']:,} held rows replayed, {time.time() - t0:.1f}s incl. query start)"))  # fmt: skip
+                ddls = [
+                    i
+                    for i, e in enumerate(events)
+                    if e.kind == "ddl" and "ADD COLUMN" in (e.statement or "")
+                ]
+                last = ddls[-1]
+                send_workload(p, events[:last])
+                p.flush()
+                sb = settings(
+                    broker.bootstrap, "barrier", work / "barrier", "pessimistic", 1_000_000
+                )
+                run_job(spark, sb)
+                send_workload(p, events[last:])
+                p.flush()
+                t0 = time.time()
+                run_job(spark, sb)
+                latest = StateStore(spark, sb.checkpoint).latest()
+                assert latest is not None
+                stats = latest[1]["stats"]
+                same = bool(stats["downstream_ddl"]) and stats["replayed"] > 0
+                out.append(("DDL barrier: last shard's DDL -> DDL applied + held rows written",
+                            f"{'in the same micro-batch' if same else 'NOT in the same batch'} "
+                            f"(batch {stats['batch']}, {stats['replayed']:,} held rows replayed, {time.time() - t0:.1f}s incl. query start)"))  # fmt: skip
 
             if not args.skip_held:
+                from devkit.producer import DebeziumProducer, send_workload
+                from devkit.workload import sharded_workload
+
                 ph = DebeziumProducer(broker.bootstrap, "held")
                 held_events = sharded_workload(
                     args.shards,

@@ -75,12 +75,15 @@ class Release:
 
 @dataclass(frozen=True)
 class Truncate:
-    """Delete the downstream rows of one shard: those whose columns equal ``match``."""
+    """Delete the downstream rows of one shard: those whose columns equal ``match``
+    (every row of the target when ``match`` is empty). ``position`` is the TRUNCATE's
+    own: the shard's rows before it are gone too, wherever they are still on their way."""
 
     target: TargetId
     shard: ShardId
     version: int
     match: tuple[tuple[str, str], ...]
+    position: Position = None
 
 
 Decision = CreateTarget | ApplyDDL | Hold | Release | Truncate

@@ -34,7 +34,7 @@ class LockRules:
             self.block(t, st, ddl, reason, out)
             return
         if isinstance(ddl.change, TruncateTable):
-            if not t.truncate(st, out):
+            if not t.truncate(st, out, ddl.position):
                 t.fail_strict(st, ddl, "TRUNCATE needs extract columns")
                 self.block(t, st, ddl, t.truncate_reason(st), out)
             return
@@ -111,7 +111,7 @@ class LockRules:
             )
         if isinstance(ddl.change, TruncateTable):
             self.forget(t, st)
-            t.truncate_all(st, out)
+            t.truncate_all(st, out, ddl.position)
             self.release(t, st, out)
         elif isinstance(ddl.change, CreateTable):
             self.forget(t, st)

@@ -168,7 +168,8 @@ def _decision_to_json(d: Decision) -> dict[str, Any]:
                     "version": d.version, "position": d.position, "reason": d.reason}  # fmt: skip
         case Truncate():
             return {"kind": "truncate", "target": str(d.target), "shard": str(d.shard),
-                    "version": d.version, "match": [list(m) for m in d.match]}  # fmt: skip
+                    "version": d.version, "match": [list(m) for m in d.match],
+                    "position": d.position}  # fmt: skip
         case _:
             raise StateError(f"decision {d!r} cannot wait on a refused target")
 
@@ -187,7 +188,8 @@ def _decision_from_json(raw: dict[str, Any]) -> Decision:
     if kind == "hold":
         return Hold(target, shard, raw["version"], raw["position"], raw["reason"])
     if kind == "truncate":
-        return Truncate(target, shard, raw["version"], tuple((k, v) for k, v in raw["match"]))
+        match = tuple((k, v) for k, v in raw["match"])
+        return Truncate(target, shard, raw["version"], match, raw.get("position"))
     raise StateError(f"unknown decision kind {kind!r} in the saved state")
 
 

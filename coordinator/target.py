@@ -185,18 +185,20 @@ class Target:
         full = with_extract(schema, self.extract)
         out.append(ApplyDDL(self.id, specs, full, alter_sql(self.id.table, specs), reason))
 
-    def truncate(self, state: ShardState, out: list[Decision]) -> bool:
+    def truncate(self, state: ShardState, out: list[Decision], position: Position = None) -> bool:
         """Delete one shard's rows downstream, if the extract columns tell them apart."""
         others = [s for s in self.shards if s != state.shard]
         if not self.extract.tells_apart(state.shard, others):
             return False
         match = tuple(sorted(self.extract.values(state.shard).items()))
-        out.append(Truncate(self.id, state.shard, state.version, match))
+        out.append(Truncate(self.id, state.shard, state.version, match, position))
         return True
 
-    def truncate_all(self, state: ShardState, out: list[Decision]) -> None:
+    def truncate_all(
+        self, state: ShardState, out: list[Decision], position: Position = None
+    ) -> None:
         """An operator executes a TRUNCATE as written: every row of the target goes."""
-        out.append(Truncate(self.id, state.shard, state.version, ()))
+        out.append(Truncate(self.id, state.shard, state.version, (), position))
 
     def fail_strict(self, state: ShardState, ddl: PendingDDL, why: str) -> None:
         if self.strict:

@@ -16,9 +16,9 @@ __all__ = ["POINTS", "crash_point"]
 
 POINTS = (
     "after_decode",  # dead letters written, nothing else
-    "after_rows",  # an epoch's rows merged / stashed
-    "after_ddl",  # a control event's decisions executed (ALTER, replays)
-    "after_release",  # held rows replayed, not yet deleted from the stash
+    "after_rows",  # a target's MERGE done (DDL, TRUNCATE's DELETE and MERGE)
+    "after_ddl",  # a control event decided, its DDL run downstream
+    "after_release",  # stash append and dead letters done; replayed rows still stashed
     "before_state",  # every write done, state not saved
     "after_state",  # state saved, Spark's commit not yet written
 )

@@ -22,43 +22,45 @@ from schemas.model import TableSchema
 from streaming.quoting import ident, map_get, string
 from streaming.spark_types import literal_expr, value_expr
 
-__all__ = ["Renamed", "merge_source", "project_actions", "renamed_keys"]
+__all__ = ["ahead_of_ddl", "merge_source", "project_actions", "renamed_keys"]
 
 
-Renamed = tuple[str, str, str, str, tuple[tuple[str, str], ...]]
+def renamed_keys(image: str) -> str:
+    """``image`` (a ``map<string,string>`` expression) with the column names of a row
+    positioned before column renames of its shard renamed as they did. ``_renames`` (from
+    the row plan: ``array<struct<pos, pairs: map old -> new>>``, in order) is applied in
+    order, so a chain a -> b -> c takes an old row's ``a`` to ``c``; the expression is the
+    same whatever the number of shards and renames."""
+    return (
+        f"CASE WHEN _renames IS NULL THEN {image} ELSE aggregate(_renames, {image}, "
+        "(acc, r) -> CASE WHEN _okey < r.pos "
+        "THEN transform_keys(acc, (k, v) -> coalesce(r.pairs[k], k)) ELSE acc END) END"
+    )
 
 
-def renamed_keys(image: str, renames: list[Renamed]) -> str:
-    """``image`` (a ``map<string,string>`` expression) with the column names of rows
-    positioned before a column rename of their shard renamed as it did: each entry is
-    (source, db, table, the rename's position as an ``_okey`` SQL struct, old/new pairs),
-    applied in order, so a chain a -> b -> c takes an old row's ``a`` to ``c``."""
-    for source, db, tbl, okey, pairs in renames:
-        whens = " ".join(
-            f"WHEN k = {string(old.lower())} THEN {string(new.lower())}" for old, new in pairs
-        )
-        image = (
-            f"transform_keys({image}, (k, v) -> CASE WHEN source = {string(source)} AND "
-            f"db = {string(db)} AND tbl = {string(tbl)} AND _okey < {okey} "
-            f"THEN CASE {whens} ELSE k END ELSE k END)"
-        )
-    return image
+def ahead_of_ddl(known: str) -> str:
+    """Why a key action cannot be written yet, or NULL: an upsert whose image names a
+    column the downstream lacks (``known``: an array of the downstream's lower-cased data
+    column names) is ahead of a DDL of its shard that has not arrived. Rows of a shard that
+    projects (an operator skipped its DDL, or the row is behind its shard's last ALTER)
+    are never ahead: their extra values are dropped."""
+    unknown = f"array_join(filter(map_keys(_act.img), k -> NOT array_contains({known}, k)), ', ')"
+    return (
+        f"CASE WHEN _act.a = 'u' AND NOT _project AND {unknown} <> '' THEN "
+        "concat('row of shard ', source, '.', db, '.', tbl, ' has column(s) ', "
+        f"{unknown}, ' that the target lacks') END"
+    )
 
 
 def project_actions(
-    rows: DataFrame,
-    schema: TableSchema,
-    extract: Extract,
-    project_all: bool = False,
-    renames: list[Renamed] | None = None,
-    behind: list[tuple[str, str, str, str]] | None = None,
+    rows: DataFrame, schema: TableSchema, extract: Extract, project_all: bool = False
 ) -> DataFrame:
     """Every event's key actions, projected onto the downstream columns, with
     ``_action``, ``_okey``, ``_sub`` and ``_reason`` (not null: the action cannot be
-    written, and why); the event's own columns are kept for the dead letters. Rows behind
-    a column rename take the new names (``renames``, see :func:`renamed_keys`); rows
-    behind their shard's last ALTER (``behind``: source, db, table, position) lose the
-    values of columns the target no longer has."""
+    written, and why); the event's own columns are kept for the dead letters. Row plan
+    columns, where ``rows`` has them: ``_renames`` (see :func:`renamed_keys`),
+    ``_last_alter`` (a row before it loses the values of columns the target no longer
+    has), ``_project``."""
     extra = {
         (extract.source_column or "").lower(): "source",
         (extract.db_column or "").lower(): "db",
@@ -70,19 +72,20 @@ def project_actions(
     upstream_key = [k for k in schema.primary_key if k.lower() not in extra]
 
     lower = "transform_keys(from_json({0}, 'map<string,string>'), (k, v) -> lower(k))"
+    planned = "_renames" in rows.columns
     df = rows.withColumn(
-        "_after", F.expr(renamed_keys(lower.format("after"), renames or []))
-    ).withColumn("_before", F.expr(renamed_keys(lower.format("before"), renames or [])))
+        "_after", F.expr(renamed_keys(lower.format("after")) if planned else lower.format("after"))
+    ).withColumn(
+        "_before",
+        F.expr(renamed_keys(lower.format("before")) if planned else lower.format("before")),
+    )
     if "_project" not in df.columns:
         df = df.withColumn("_project", F.lit(project_all))
-    if behind:
+    df = df.withColumn("_project", F.coalesce(F.col("_project"), F.lit(False)))
+    if "_last_alter" in df.columns:
         # A row before its shard's last ALTER that names a column the target lacks is
         # behind that DDL (the column was dropped since), not ahead of a missing one.
-        late = " OR ".join(
-            f"(source = {string(s)} AND db = {string(d)} AND tbl = {string(t)} AND _okey < {okey})"
-            for s, d, t, okey in behind
-        )
-        df = df.withColumn("_project", F.expr(f"_project OR ({late})"))
+        df = df.withColumn("_project", F.expr("_project OR coalesce(_okey < _last_alter, false)"))
     key_changed = (
         " OR ".join(
             f"NOT ({map_get('_before', k.lower())} <=> {map_get('_after', k.lower())})"
@@ -101,15 +104,7 @@ def project_actions(
         ),
     )
     df = df.withColumn("_act", F.explode("_acts")).drop("_acts")
-    unknown = f"array_join(filter(map_keys(_act.img), k -> NOT array_contains({known}, k)), ', ')"
-    df = df.withColumn(
-        "_reason",
-        F.expr(
-            f"CASE WHEN _act.a = 'u' AND NOT _project AND {unknown} <> '' THEN "
-            "concat('row of shard ', source, '.', db, '.', tbl, ' has column(s) ', "
-            f"{unknown}, ' that the target lacks') END"
-        ),
-    )
+    df = df.withColumn("_reason", F.expr(ahead_of_ddl(known)))
     projected = []
     unfit = []
     for col in schema.columns:
@@ -129,7 +124,11 @@ def project_actions(
         unfit.append(
             f"WHEN {got} IS NOT NULL AND ({value}) IS NULL THEN concat('value ', {got}, {why})"
         )
-    keep = [c for c in rows.columns if not c.startswith("_") or c in ("_okey", "_version")]
+    keep = [
+        c
+        for c in rows.columns
+        if not c.startswith("_") or c in ("_okey", "_version", "_fate", "_target")
+    ]
     return df.select(
         *keep,
         *projected,

@@ -156,7 +156,7 @@ class JobCollector(Collector):
     def _steps(self, snap: dict[str, Any]) -> Iterator[Metric]:
         family = HistogramMetricFamily(
             "shardmerge_batch_step_duration_seconds",
-            "time of each protocol step of a micro-batch (restore, commands, decode, epochs, "
+            "time of each protocol step of a micro-batch (restore, commands, decode, decide, "
             "write, persist)",
             labels=["step"],
         )

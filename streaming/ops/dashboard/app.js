@@ -5,7 +5,7 @@
 
 const REFRESH_MS = 2000;
 const STEP_COLORS = { restore: "#8e9aaf", commands: "#b07aa1", decode: "#4e79a7",
-  epochs: "#76b7b2", write: "#f28e2b", persist: "#59a14f" };
+  decide: "#76b7b2", write: "#f28e2b", persist: "#59a14f" };
 let token = null;
 
 (function takeToken() {

@@ -1,0 +1,134 @@
+"""What a DDL rollout costs a micro-batch: every shard runs an ADD COLUMN and a column
+rename inside one batch, against a batch of as many rows without any DDL.
+
+    .venv/bin/python benchmarks/rollout_cost.py [--shards 16 256 1024] [--rows 200000]
+        [--deletion-vectors]
+
+For each shard count, a sharded workload (``--rows`` row changes in all) goes to a local
+broker in three parts, and the streaming job (optimistic, AvailableNow, one batch per part)
+reads each part once it is there:
+
+0. every shard's CREATE TABLE and the first rows (warm-up, not compared);
+1. *no DDL*: ``k`` row changes;
+2. *rollout*: every shard's ADD COLUMN and CHANGE (``2 x shards`` control events) among
+   ``k`` row changes.
+
+Per batch: wall time, the driver's deciding time (coordinator, DDL statements) and the
+driver's analysis/planning time of the MERGE source (``Stats.plan_seconds``). Prints a
+Markdown table; docs/benchmarks.md keeps the latest run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from streaming.config import (
+    KafkaSettings,
+    RouteSettings,
+    Settings,
+    SinkSettings,
+    SourceSettings,
+    TargetSettings,
+)
+
+ADD, CHANGE = 0.70, 0.72
+ROLLOUT = {
+    ADD: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)",
+    CHANGE: "ALTER TABLE {table} CHANGE note memo VARCHAR(64)",
+}
+
+
+def parts(events: list[Any]) -> tuple[list[Any], list[Any], list[Any]]:
+    """(warm-up, no DDL, rollout): the rollout from the first ALTER to the last; the
+    no-DDL part the same number of row changes right before it."""
+    alters = [i for i, e in enumerate(events) if e.kind == "ddl" and "ALTER" in e.statement]
+    first, last = alters[0], alters[-1] + 1
+    k = sum(1 for e in events[first:last] if e.kind == "row")
+    start = first - k
+    assert all(e.kind == "row" for e in events[start:first]), "warm-up too short"
+    return events[:start], events[start:first], events[first:last]
+
+
+def run_once(spark: Any, s: Settings) -> Any:
+    from streaming.job import build_query
+
+    query, processor = build_query(spark, s, available_now=True)
+    query.awaitTermination()
+    if query.exception() is not None:
+        raise RuntimeError(str(query.exception()))
+    return processor.last_stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shards", type=int, nargs="+", default=[16, 256, 1024])
+    parser.add_argument("--rows", type=int, default=200_000, help="row changes in all")
+    parser.add_argument("--deletion-vectors", action="store_true")
+    args = parser.parse_args()
+    from devkit import kafka_local
+    from devkit.producer import DebeziumProducer, send_workload
+    from devkit.workload import sharded_workload
+    from streaming.spark_session import build_spark
+
+    work = Path(tempfile.mkdtemp(prefix="shardmerge-rollout-"))
+    lines = []
+    try:
+        with kafka_local.running("rollout", work / "kafka") as broker:
+            spark = build_spark("shardmerge-rollout")
+            if args.deletion_vectors:
+                spark.conf.set(
+                    "spark.databricks.delta.properties.defaults.enableDeletionVectors", "true"
+                )
+            for n in args.shards:
+                source = f"roll{n}"
+                events = list(sharded_workload(n, args.rows // n, ddl_at=ROLLOUT))
+                warm, plain, rollout = parts(events)
+                s = Settings(
+                    kafka=KafkaSettings(
+                        bootstrap=broker.bootstrap, max_offsets_per_trigger=10_000_000
+                    ),
+                    sources=[
+                        SourceSettings(
+                            format="debezium", pattern=source + r"(\..*)?", schema_pattern=source
+                        )
+                    ],
+                    routes=[RouteSettings(target="shop.orders", table="orders_*")],
+                    targets={"shop.orders": TargetSettings(mode="optimistic")},
+                    sink=SinkSettings(path=str(work / source / "lake")),
+                    checkpoint=str(work / source / "checkpoint"),
+                )
+                producer = DebeziumProducer(broker.bootstrap, source)
+                stats = []
+                for part in (warm, plain, rollout):
+                    send_workload(producer, part)
+                    producer.flush()
+                    stats.append(run_once(spark, s))
+                _, none, roll = stats
+                rows = sum(1 for e in plain if e.kind == "row")
+                lines.append(
+                    f"| {n:,} | {rows:,} | {none.seconds:.1f} | {roll.ddl:,} | "
+                    f"{roll.seconds:.1f} | **{roll.seconds / none.seconds:.2f}x** | "
+                    f"{none.decide_seconds:.2f} / {roll.decide_seconds:.2f} | "
+                    f"{none.plan_seconds:.2f} / {roll.plan_seconds:.2f} | "
+                    f"{len(roll.downstream_ddl)} |"
+                )
+                print(lines[-1], flush=True)
+            spark.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(
+        "| shards | rows per batch | no DDL: s | control events | rollout: s | rollout / "
+        "no DDL | driver decide s (no DDL / rollout) | MERGE source plan s (no DDL / "
+        "rollout) | downstream DDL |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for line in lines:
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""The executor of decisions, inside one micro-batch.
+
+Schema work runs at once, in decision order: ``CreateTarget`` creates the Delta table,
+``ApplyDDL`` alters it (each only where the table still lacks the change, so a re-run
+batch redoes nothing). Row work is only *recorded*: ``Truncate`` and ``Release`` become
+part of the batch's row plan, so that every target gets one DELETE (for the shards that ran
+TRUNCATE) and one MERGE (fresh rows and replayed stash rows together), whatever the number
+of decisions (see ``streaming.batch``). ``Hold`` needs nothing: the row plan holds rows
+from the shard's hold position on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from coordinator.coordinator import Coordinator
+from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Hold, Release, Truncate
+from coordinator.ids import TargetId
+from schemas.model import TableSchema
+from streaming.config import Settings
+from streaming.delta_sink import DeltaSink, SinkError
+
+__all__ = ["Executor", "RowWork", "refusal"]
+
+log = logging.getLogger("shardmerge.batch")
+
+
+def refusal(d: ApplyDDL, e: SinkError) -> str:
+    return (
+        f"the downstream cannot run {d.statement!r} ({d.reason}): {e}. Every row of "
+        f"{d.target} waits in the stash meanwhile; once the table is fixed, run "
+        f"`shardmerge unlock {d.target} --retry`"
+    )
+
+
+@dataclass
+class RowWork:
+    """The row decisions of a batch, in the order they were taken."""
+
+    truncates: list[Truncate] = field(default_factory=list)
+    releases: list[Release] = field(default_factory=list)
+
+
+@dataclass
+class Executor:
+    """Runs decisions for one batch; ``version`` hands out the batch's write slots."""
+
+    c: Coordinator
+    sink: DeltaSink
+    settings: Settings
+    version: Callable[[], int]
+    # The downstream schemas as executed decisions left them (a refused ALTER does not
+    # change them, although the coordinator already counts it as applied).
+    schemas: dict[TargetId, TableSchema]
+    work: RowWork = field(default_factory=RowWork)
+    downstream_ddl: list[str] = field(default_factory=list)
+    refused_ddl: list[str] = field(default_factory=list)
+
+    def run(self, decisions: list[Decision]) -> None:
+        i = 0
+        while i < len(decisions):
+            d = decisions[i]
+            i += 1
+            match d:
+                case CreateTarget():
+                    self.sink.create(self.settings.table_path(d.target), d.schema)
+                    self.schemas[d.target] = d.schema
+                case ApplyDDL():
+                    try:
+                        self.sink.alter(self.settings.table_path(d.target), d, self.version)
+                    except SinkError as e:
+                        # The change waits, with what follows it for this target; the job
+                        # goes on and the target's rows wait in the stash (stage conflict).
+                        waiting = [x for x in decisions[i - 1 :] if x.target == d.target]
+                        decisions = decisions[:i] + [
+                            x for x in decisions[i:] if x.target != d.target
+                        ]
+                        self.c.refuse(d.target, waiting, refusal(d, e))
+                        self.refused_ddl.append(d.statement)
+                        log.error("target %s: %s", d.target, refusal(d, e))
+                        continue
+                    self.schemas[d.target] = d.schema
+                    self.downstream_ddl.append(d.statement)
+                case Truncate():
+                    self.work.truncates.append(d)
+                case Release():
+                    self.work.releases.append(d)
+                case Hold():
+                    pass  # the row plan holds the shard's rows from its position on

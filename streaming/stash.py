@@ -1,0 +1,94 @@
+"""The stash: one Delta table of held row events, for every target of the job.
+
+A row event is stashed with its target, its shard's table version and the batch that
+stashed it. A batch appends once (every row it holds) and deletes once (every row its
+releases replayed), each with its own transaction version, so a re-run batch does
+neither twice. Rows of the running batch are never read back by it: a re-run finds the
+rows its first attempt appended and must not replay them.
+"""
+
+from __future__ import annotations
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from streaming.contract import EVENT_SCHEMA
+from streaming.control import ORDER_KEY
+from streaming.delta_sink import txn
+from streaming.quoting import ident, table_at
+
+__all__ = ["STASH_COLUMNS", "Stash", "append"]
+
+STASH_COLUMNS = [f.name for f in EVENT_SCHEMA.fields]
+KEY = ["topic", "partition", "offset"]
+
+
+def append(df: DataFrame, path: str, app_id: str, version: int) -> None:
+    """Append ``df`` to the Delta table at ``path`` with transaction ``(app_id, version)``
+    (Delta skips the write if the checkpoint ``app_id`` recorded that version)."""
+    (
+        df.write.format("delta")
+        .mode("append")
+        .option("txnAppId", app_id)
+        .option("txnVersion", version)
+        .option("mergeSchema", "true")
+        .save(path)
+    )
+
+
+class Stash:
+    def __init__(self, spark: SparkSession, path: str, app_id: str) -> None:
+        self.spark = spark
+        self.path = path
+        self.app_id = app_id  # the checkpoint's (see streaming.state_store)
+
+    def exists(self) -> bool:
+        """Whether the stash table was created (Delta's own check; any other failure
+        is raised, never read as "no stash")."""
+        return DeltaTable.isDeltaTable(self.spark, self.path)
+
+    def rows(self, df: DataFrame, target: str, version: str, batch: int) -> DataFrame:
+        """``df``'s events as stash rows (``target``, ``version``: column expressions)."""
+        return df.select(
+            *STASH_COLUMNS,
+            F.expr(target).alias("target"),
+            F.expr(version).cast("int").alias("version"),
+            F.lit(batch).alias("batch"),
+        )
+
+    def released(self, releases: DataFrame, batch: int) -> DataFrame:
+        """The stash rows of earlier batches that ``releases`` (see
+        ``streaming.plan.release_frame``) replay, with ``_okey`` and ``_project``."""
+        held = (
+            self.spark.read.format("delta")
+            .load(self.path)
+            .filter(F.col("batch") < batch)
+            .withColumn("_okey", F.expr(ORDER_KEY))
+        )
+        on = (
+            (F.col("target") == F.col("_rtarget"))
+            & (F.col("source") == F.col("_rs"))
+            & (F.col("db") == F.col("_rd"))
+            & (F.col("tbl") == F.col("_rt"))
+            & (F.col("version") == F.col("_rversion"))
+            & (F.col("_until").isNull() | (F.col("_okey") < F.col("_until")))
+        )
+        return (
+            held.join(F.broadcast(releases), on)
+            .withColumn("_project", F.col("_rproject"))
+            .drop("_rtarget", "_rs", "_rd", "_rt", "_rversion", "_until", "_rproject")
+        )
+
+    def delete(self, keys: DataFrame, batch: int, version: int) -> None:
+        """Delete the stash rows of earlier batches whose (topic, partition, offset) is in
+        ``keys``: one commit, whatever the number of shards released."""
+        keys.select(*KEY).dropDuplicates().createOrReplaceTempView("shardmerge_released")
+        on = " AND ".join(f"s.{ident(k)} = k.{ident(k)}" for k in KEY)
+        with txn(self.spark, self.app_id, version):
+            self.spark.sql(
+                f"MERGE INTO {table_at(self.path)} s "
+                f"USING shardmerge_released k ON {on} AND s.batch < {int(batch)} "
+                "WHEN MATCHED THEN DELETE"
+            )
+        self.spark.catalog.dropTempView("shardmerge_released")
