@@ -154,14 +154,14 @@ def plain_stream(spark: Any, s: Settings, final_sql: str) -> tuple[int, float, i
 
     schema = parse_create_table(final_sql)
     path = s.sink.path + "/plain_stream"
-    DeltaSink(spark).create(path, schema)
+    DeltaSink(spark, "shardmerge-bench-plain-stream").create(path, schema)
     seen = {"rows": 0, "batches": 0}
 
     def batch(df: Any, batch_id: int) -> None:
         events, _ = decode(df, "debezium")
         rows = events.filter("op NOT IN ('ddl', 't')").withColumn("_okey", F.expr(ORDER_KEY))
         projected = project_actions(rows, schema, Extract(), project_all=True)
-        DeltaSink(df.sparkSession).merge(
+        DeltaSink(df.sparkSession, "shardmerge-bench-plain-stream").merge(
             path, merge_source(projected, schema), ["id"], list(schema.column_names()),
             batch_id + 1,
         )  # fmt: skip

@@ -88,7 +88,7 @@ def test_delta_table_with_hostile_names_and_defaults(spark: SparkSession, tmp_pa
         ),
         primary_key=(key,),
     )
-    sink = DeltaSink(spark)
+    sink = DeltaSink(spark, "test-quoting")
     sink.create(location, schema)
     hostile_value = "it's \\ \\' 😀"
     spark.sql(f"INSERT INTO {table_at(location)} VALUES ({string(hostile_value)}, {string('x')})")
