@@ -105,6 +105,7 @@ routes:
     table: 'orders_*'
 sink: {{path: "{lake}"}}
 checkpoint: "{checkpoint}"
+ops: {{port: 0}}  # any free port: other jobs on the machine may hold the default
 """
     )
 

@@ -21,7 +21,6 @@ import json
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -118,9 +117,10 @@ def start(
                 f"s3 {name} exited with {proc.returncode} while starting; "
                 f"tail of {log_path}:\n{procs.tail(log_path)}"
             )
+        # OSError: refused while it boots, or a read timeout on a busy machine
         with (
-            contextlib.suppress(urllib.error.URLError, ConnectionError),
-            urllib.request.urlopen(store.endpoint + "/", timeout=2),
+            contextlib.suppress(OSError),
+            urllib.request.urlopen(store.endpoint + "/", timeout=10),
         ):
             return store
         time.sleep(0.2)

@@ -22,7 +22,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -132,7 +131,7 @@ def start(
                 f"{sdir}/master.log:\n{procs.tail(sdir / 'master.log')}\n"
                 f"{sdir}/worker.log:\n{procs.tail(sdir / 'worker.log')}"
             )
-        with contextlib.suppress(urllib.error.URLError, ConnectionError, ValueError):
+        with contextlib.suppress(OSError, ValueError):
             if cluster.state().get("aliveworkers", 0):
                 return cluster
         time.sleep(0.5)

@@ -2,9 +2,10 @@
 
 Under ``spark-submit`` (or any launcher that started the JVM first: ``PYSPARK_GATEWAY_PORT``
 is set) the job takes the session Spark gives it, with its master, jars, memory and conf,
-and adds only what it cannot run without: Delta's SQL extension and catalog, when the
-submitter did not configure them, and :data:`streaming.quoting.SESSION_CONF`
-(``session_for_job``).
+and adds only what it cannot run without, when the submitter did not configure it:
+Delta's SQL extension and catalog, and the SQL settings :mod:`streaming.quoting` relies on
+(``session_for_job``). A setting the submitter gave that the job cannot run with is
+refused with a message, not overridden.
 
 Everything else builds the local development session (``build_spark``): the demo, the
 tests, ``shardmerge run`` without a cluster. Why its settings:
@@ -60,8 +61,9 @@ def session_for_job(app_name: str = "shardmerge") -> SparkSession:
         builder = builder.config("spark.sql.extensions", ",".join([*extensions, _DELTA_EXTENSION]))
     if not given.contains("spark.sql.catalog.spark_catalog"):
         builder = builder.config("spark.sql.catalog.spark_catalog", _DELTA_CATALOG)
-    for key, value in SESSION_CONF.items():  # what quoted SQL text needs (streaming.quoting)
-        builder = builder.config(key, value)
+    for key, value in SESSION_CONF.items():  # what streaming.quoting needs, unless set
+        if not given.contains(key):
+            builder = builder.config(key, value)
     return builder.getOrCreate()
 
 

@@ -46,7 +46,7 @@ def submit(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
         )
 
 
-def wait(condition, proc: subprocess.Popen[bytes], log: Path, what: str, timeout=1500) -> None:
+def wait(condition, proc: subprocess.Popen[bytes], log: Path, what: str, timeout=2400) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if proc.poll() is not None:
@@ -63,11 +63,12 @@ def stop(proc: subprocess.Popen[bytes], sig: int) -> None:
     proc.wait(60)
 
 
+@pytest.mark.timeout(3600)  # two JVM apps on one core: minutes per batch on a busy machine
 def test_the_readme_command_on_a_standalone_cluster(kafka, s3, bucket, spark, tmp_path: Path):
     source = "cl" + os.urandom(3).hex()
-    oracle = killtest.produce(kafka.bootstrap, source, shards=2, rows=120)
+    oracle = killtest.produce(kafka.bootstrap, source, shards=2, rows=40)
     config, lake, checkpoint = tmp_path / "job.yaml", f"{bucket}/lake", f"{bucket}/checkpoint"
-    killtest.write_config(config, kafka.bootstrap, source, lake, checkpoint, max_offsets=40)
+    killtest.write_config(config, kafka.bootstrap, source, lake, checkpoint, max_offsets=30)
     store = StateStore(spark, checkpoint)
     log = tmp_path / "driver.log"
 
@@ -78,8 +79,7 @@ def test_the_readme_command_on_a_standalone_cluster(kafka, s3, bucket, spark, tm
     def complete() -> bool:
         if not DeltaTable.isDeltaTable(spark, f"{lake}/shop/orders"):
             return False
-        report = killtest.compare(spark, lake, oracle)
-        return report.rows >= report.expected
+        return killtest.compare(spark, lake, oracle).ok  # converged: all there, once
 
     with spark_cluster.running("pytest", tmp_path / "cluster", memory="1g") as cluster:
         env = dict(

@@ -1,4 +1,5 @@
-"""The job's settings, its state files and its command inbox (no Spark needed)."""
+"""The job's settings (no Spark needed); the state store is tested on a real Hadoop
+filesystem in tests/integration/test_state_store.py."""
 
 from __future__ import annotations
 
@@ -32,6 +33,18 @@ def test_a_valid_file_builds_router_and_targets(tmp_path: Path):
     assert s.target_configs()[TargetId("shop", "orders")].mode == "pessimistic"
     assert s.table_path(TargetId("shop", "orders")) == "/tmp/lake/shop/orders"
     assert s.dead_letters() == "/tmp/ck/dead_letter"
+
+
+@pytest.mark.parametrize(
+    ("sink", "checkpoint"),
+    [("s3a://bucket/lake/", "s3a://bucket/ck"), ("hdfs://nn:8020/lake", "file:///data/ck/")],
+)
+def test_locations_stay_uris(tmp_path: Path, sink: str, checkpoint: str):
+    env = {"SHARDMERGE__SINK__PATH": sink, "SHARDMERGE__CHECKPOINT": checkpoint}
+    s = load_settings(write(tmp_path, BASE), environ=env)
+    # pathlib would make s3a://bucket/... into s3a:/bucket/...
+    assert s.table_path(TargetId("shop", "orders")) == sink.rstrip("/") + "/shop/orders"
+    assert s.dead_letters() == checkpoint.rstrip("/") + "/dead_letter"
 
 
 def test_environment_overrides_nested_fields(tmp_path: Path):
