@@ -157,7 +157,7 @@ class _MariaRun(_Run):
         try:
             with conn.cursor() as cur:
                 if self.database_exists(cur, shard.db):
-                    cur.execute(f"USE {_q(shard.db)}")
+                    cur.execute(f"USE {quote(shard.db)}")
                 cur.execute(sql, params)
         except pymysql.MySQLError as e:
             raise MariaDbRefused(f"MariaDB {shard.source} ({shard.db}) refused {sql!r}: {e}") from e
