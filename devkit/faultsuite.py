@@ -96,13 +96,15 @@ class Broker:
 class Workdir:
     """One case's job: its config, checkpoint, lake and log."""
 
-    def __init__(self, path: Path, bootstrap: str, source: str, max_offsets: int) -> None:
+    def __init__(
+        self, path: Path, bootstrap: str, source: str, max_offsets: int, mode: str = "optimistic"
+    ) -> None:
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
         self.path, self.source = path, source
         self.config, self.log = path / "job.yaml", path / "job.log"
         lake, checkpoint = str(path / "lake"), str(path / "checkpoint")
-        write_config(self.config, bootstrap, source, lake, checkpoint, max_offsets)
+        write_config(self.config, bootstrap, source, lake, checkpoint, max_offsets, mode)
         self.checkpoint = path / "checkpoint"
         self.table = path / "lake" / TARGET[0] / TARGET[1]
         self.stash = self.checkpoint / "shardmerge" / "stash"
@@ -284,14 +286,17 @@ def case_kill(broker: Broker, spark: Any, base: Path, size: Size, points: list[s
 def case_storage(
     broker: Broker, spark: Any, base: Path, size: Size, *, release: bool
 ) -> CaseReport:
-    """The target table (after the 3rd epoch's rows) or the stash (during a release) is a
-    file for ``storage_s``: the batch fails until it comes back."""
+    """The target table (after the 3rd target write) or the stash (during a release, after
+    its rows were merged and before they leave the stash) is a file for ``storage_s``: the
+    batch fails until it comes back. The release case runs pessimistic, so shards that ran
+    a DDL are held in the stash until the last shard's DDL arrives in a later batch."""
     name = "storage_release" if release else "storage_target"
     r = CaseReport(name)
     source = f"fs{int(release)}"
     oracle = produce(broker.bootstrap, source, size.shards, size.rows)
-    work = Workdir(base / name, broker.bootstrap, source, size.max_offsets)
-    path, point = (work.stash, "after_release:1") if release else (work.table, "after_rows:3")
+    mode = "pessimistic" if release else "optimistic"
+    work = Workdir(base / name, broker.bootstrap, source, size.max_offsets, mode)
+    path, point = (work.stash, "before_stash_delete:1") if release else (work.table, "after_rows:3")
     fault = f"{point}:{size.storage_s:g}:{path}"
     r.exit_codes.append(work.run({"SHARDMERGE_STORAGE_FAULT": fault}))
     text = work.log.read_text(errors="replace")

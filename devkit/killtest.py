@@ -88,7 +88,13 @@ def produce(bootstrap: str, source: str, shards: int, rows: int) -> dict[Any, di
 
 
 def write_config(
-    path: Path, bootstrap: str, source: str, lake: str, checkpoint: str, max_offsets: int
+    path: Path,
+    bootstrap: str,
+    source: str,
+    lake: str,
+    checkpoint: str,
+    max_offsets: int,
+    mode: str = "optimistic",
 ) -> None:
     # The schema-change topic shares the rate limit here (no schema_pattern): DDLs then
     # spread over many micro-batches and every protocol point, DDL and release included,
@@ -103,6 +109,8 @@ sources:
 routes:
   - target: shop.orders
     table: 'orders_*'
+targets:
+  shop.orders: {{mode: {mode}}}
 sink: {{path: "{lake}"}}
 checkpoint: "{checkpoint}"
 ops: {{port: 0}}  # any free port: other jobs on the machine may hold the default

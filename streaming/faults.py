@@ -41,6 +41,7 @@ POINTS = (
     "after_rows",  # a target's MERGE done (DDL, TRUNCATE's DELETE and MERGE)
     "after_ddl",  # a control event decided, its DDL run downstream
     "after_release",  # stash append and dead letters done; replayed rows still stashed
+    "before_stash_delete",  # a release's rows merged; reached only when a batch releases
     "before_state",  # every write done, state not saved
     "after_state",  # state saved, Spark's commit not yet written
 )
