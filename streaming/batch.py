@@ -196,12 +196,7 @@ class _Batch(WriteStep):
             # 4. control events, and the rows per shard
             controls = in_global_order(join_split_renames(events.filter(CONTROL).collect()))
             rows = events.filter(f"NOT ({CONTROL})")
-            shards = {
-                ShardId(r["source"], r["db"], r["tbl"]): okey_position(r["first"])
-                for r in rows.groupBy("source", "db", "tbl")
-                .agg(F.min("_okey").alias("first"))
-                .collect()
-            }
+            shards, prints = first_rows(rows)
             obs.lap("decode")
             # 5. decide
             planner = Planner(self.c)
@@ -211,11 +206,11 @@ class _Batch(WriteStep):
                 except ConflictError:
                     # A strict target stops the job here; the rows before this control
                     # event are written first, as they would be one by one.
-                    self.decided(planner, shards)
+                    self.decided(planner, shards, prints)
                     self.write(self.before(rows, controls[j:]), planner)
                     raise
                 crash_point("after_ddl")
-            self.decided(planner, shards)
+            self.decided(planner, shards, prints)
             self.stats.ddl = len(controls)
             self.stats.decide_seconds = round(time.monotonic() - started, 3)
             obs.lap("decide")
@@ -279,7 +274,17 @@ class _Batch(WriteStep):
         planner.close(segs, decisions)
         self.ex.run(decisions)
 
-    def decided(self, planner: Planner, shards: dict[ShardId, list[Any]]) -> None:
+    def decided(
+        self,
+        planner: Planner,
+        shards: dict[ShardId, Any],
+        prints: dict[ShardId, list[tuple[Any, str]]],
+    ) -> None:
+        # A row whose schema fingerprint differs from what its shard's rows carried since
+        # its last DDL is ahead of a DDL not yet received (a type change names no new
+        # column): the shard waits from that row on (coordinator.fingerprints).
+        for shard, seen in sorted(prints.items(), key=lambda kv: str(kv[0])):
+            self.ex.run(self.c.schema_fingerprints(shard, seen))
         released = {d.shard for d in self.ex.work.releases}
         planner.finish(sorted(set(shards) | released, key=str))
         self.await_unregistered(planner, shards)
@@ -305,15 +310,41 @@ class _Batch(WriteStep):
             .drop("_cut")
         )
 
-    def await_unregistered(self, planner: Planner, shards: dict[ShardId, list[Any]]) -> None:
+    def await_unregistered(self, planner: Planner, shards: dict[ShardId, Any]) -> None:
         """Rows of a routed table whose CREATE TABLE has not arrived (it is on another
         topic): its first row starts a hold, and the rows wait in the stash."""
         for seg in planner.segments:
             if seg.closed or seg.plan.route.action != "unknown" or seg.shard not in shards:
                 continue
+            if self.c.shard_state(seg.shard) is not None:
+                # Cut while unknown (a snapshot's DROP TABLE IF EXISTS before its CREATE
+                # TABLE), registered later in the batch: its rows follow that table.
+                planner.refresh(seg)
+                continue
             first = seg.after if seg.after is not None else shards[seg.shard]
             self.ex.run(self.c.await_ddl(seg.shard, first, ""))
             planner.refresh(seg)
+
+
+def first_rows(
+    rows: DataFrame,
+) -> tuple[dict[ShardId, Any], dict[ShardId, list[tuple[Any, str]]]]:
+    """One small aggregate of the batch's rows: each shard's first position, and the
+    schema fingerprints its rows carry, each with the position of its first row."""
+    shards: dict[ShardId, Any] = {}
+    prints: dict[ShardId, list[tuple[Any, str]]] = {}
+    for r in (
+        rows.groupBy("source", "db", "tbl", "schema_fp")
+        .agg(F.min("_okey").alias("first"))
+        .collect()
+    ):
+        shard = ShardId(r["source"], r["db"], r["tbl"])
+        position = okey_position(r["first"])
+        if shard not in shards or position < shards[shard]:
+            shards[shard] = position
+        if r["schema_fp"] is not None:
+            prints.setdefault(shard, []).append((position, r["schema_fp"]))
+    return shards, prints
 
 
 def _lock_json(v: Any) -> dict[str, Any]:

@@ -91,6 +91,22 @@ class Executor:
                 case Truncate():
                     self.work.truncates.append(d)
                 case Release():
+                    log.info(
+                        "target %s: release %s (v%s, until %s%s)",
+                        d.target,
+                        d.shard,
+                        d.version,
+                        d.until,
+                        ", projected" if d.project else "",
+                    )
                     self.work.releases.append(d)
                 case Hold():
-                    pass  # the row plan holds the shard's rows from its position on
+                    # The row plan holds the shard's rows from its position on.
+                    log.info(
+                        "target %s: hold %s from %s (v%s): %s",
+                        d.target,
+                        d.shard,
+                        d.position,
+                        d.version,
+                        d.reason or "(no reason given)",
+                    )

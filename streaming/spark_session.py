@@ -93,7 +93,13 @@ def build_spark(
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.memory": "1g",
+        # A long-lived local session (the demo, the test suite) runs thousands of MERGEs;
+        # 1g ran out in the suite. The status store keeps a bounded history of them.
+        "spark.driver.memory": "2g",
+        "spark.sql.ui.retainedExecutions": "100",
+        "spark.ui.retainedJobs": "200",
+        "spark.ui.retainedStages": "200",
+        "spark.sql.streaming.ui.retainedQueries": "20",
         "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC -Dlog4j2.configurationFile={log4j2}",
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "2",

@@ -37,15 +37,6 @@ def session(kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> Ite
         yield s
 
 
-REAL_UPSTREAM_GAP = (
-    "known regression of the one-MERGE write path on the real upstream: after real "
-    "Debezium events the shards stay marked awaiting a DDL ('rows ahead of a DDL not yet "
-    "received') although their DDL ran, so later rows wait in the stash; the same files pass "
-    "on the spark engine. Tracked in docs/status.md; remove this mark with the fix."
-)
-
-
-@pytest.mark.xfail(reason=REAL_UPSTREAM_GAP, strict=False)
 @pytest.mark.parametrize("name", SUBSET)
 def test_scenario_on_real_mariadb_and_debezium(session: MariaDbScenarioSession, name: str):
     result = session.run(load_scenario(ROOT / name))
@@ -66,7 +57,6 @@ class _SnapshotRun(_MariaRun):
             self.step(step)
 
 
-@pytest.mark.xfail(reason=REAL_UPSTREAM_GAP, strict=False)
 def test_snapshot_rows_and_a_table_created_later_join_the_target(session):
     """A shard with rows when capture starts is replicated from the snapshot; a shard
     table created afterwards joins its target; the oracle is the shards' own rows."""
