@@ -261,7 +261,13 @@ class Coordinator:
             )
         if cmd.action == "retry":
             return self._retry(t)
-        return self._defer(self._command(t, cmd))
+        out = self._command(t, cmd)
+        # The operator settled what the shard's rows wait for: the fingerprint is learnt
+        # again from its next rows, which would otherwise wait on it once more.
+        for st in t.shards.values():
+            if cmd.action == "force-remove" or st.shard == cmd.shard:
+                st.fingerprint = None
+        return self._defer(out)
 
     def _command(self, t: Target, cmd: OperatorCommand) -> list[Decision]:
         out: list[Decision] = []
@@ -547,6 +553,10 @@ class Coordinator:
                 if isinstance(change, AlterTable):
                     specs.extend(change.specs)
         change = AlterTable(TableName(real.table), tuple(specs))
+        if position is not None:
+            # The real table's rows from here on are the shadow's: of the new schema.
+            st.last_alter = position
+            st.fingerprint = None
         self._lock_ddl(st, PendingDDL(alter_sql(real.table, change.specs), position, change), out)
 
     def _schema_of(self, shard: ShardId) -> TableSchema | None:

@@ -293,9 +293,18 @@ def case_storage(
     name = "storage_release" if release else "storage_target"
     r = CaseReport(name)
     source = f"fs{int(release)}"
-    oracle = produce(broker.bootstrap, source, size.shards, size.rows)
     mode = "pessimistic" if release else "optimistic"
     work = Workdir(base / name, broker.bootstrap, source, size.max_offsets, mode)
+    pause = None
+    if release:
+        # Whether a rollout spans micro-batches depends on how the rate limit splits the
+        # topics; to be sure the stash is used, the job first runs up to the second
+        # shard's ALTER (the first shard held, its rows in the stash), then the rest is
+        # produced and the fault run releases them.
+        def pause() -> None:
+            r.exit_codes.append(work.run())
+
+    oracle = produce(broker.bootstrap, source, size.shards, size.rows, pause=pause)
     path, point = (work.stash, "before_stash_delete:1") if release else (work.table, "after_rows:3")
     fault = f"{point}:{size.storage_s:g}:{path}"
     r.exit_codes.append(work.run({"SHARDMERGE_STORAGE_FAULT": fault}))

@@ -171,6 +171,7 @@ class WriteStep:
             append(frame, self.p.settings.dead_letters(), self.p.app_id, dead_version)
         crash_point("after_release")
         if released is not None:
+            crash_point("before_stash_delete")
             # Replayed rows leave the stash; those ahead of a further DDL stay.
             keep = released.join(F.broadcast(waits_df), ["source", "db", "tbl"], "left")
             self.stash.delete(

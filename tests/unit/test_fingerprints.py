@@ -77,3 +77,31 @@ def test_the_fingerprint_survives_a_restart() -> None:
     again = restore(snapshot(c), c.router, c.configs)
     out = again.schema_fingerprints(S1, [(3, "fp-bigint")])
     assert [type(d) for d in out] == [Hold]
+
+
+def test_a_gh_ost_cut_over_is_the_change_the_rows_after_it_follow() -> None:
+    # The cut-over RENAME carries no ALTER of tb1 itself, yet tb1's rows after it are the
+    # shadow's, of the new schema: they teach the new fingerprint instead of waiting.
+    c = coord()
+    assert c.schema_fingerprints(S1, [(1, "fp-int")]) == []
+    shadow = ShardId.parse("s1.db1._tb1_gho")
+    c.on_ddl(shadow, "CREATE TABLE _tb1_gho (id INT PRIMARY KEY, a INT)", 2)
+    c.on_ddl(shadow, "ALTER TABLE _tb1_gho MODIFY a BIGINT", 3)
+    c.on_ddl(S1, "RENAME TABLE tb1 TO _tb1_del, _tb1_gho TO tb1", 5)
+    assert c.schema_fingerprints(S1, [(4, "fp-int"), (6, "fp-bigint")]) == []
+    assert c.route_row(S1).action == "write"
+    assert c.locks()[0].stage == "none"
+
+
+def test_an_operator_skip_of_the_wait_learns_the_fingerprint_again() -> None:
+    from coordinator.commands import parse_command
+
+    c = coord()
+    c.schema_fingerprints(S1, [(1, "fp-int")])
+    assert [type(d) for d in c.schema_fingerprints(S1, [(6, "fp-bigint")])] == [Hold]
+    # No DDL will come (say, the connector lost it): the operator lets the rows go.
+    c.command(parse_command(f"unlock {T} --shard {S1} --action skip"))
+    assert c.route_row(S1).action == "write"
+    # The rows after the skip carry the new fingerprint; they do not wait again.
+    assert c.schema_fingerprints(S1, [(7, "fp-bigint")]) == []
+    assert c.locks()[0].stage == "none"
