@@ -188,8 +188,12 @@ class _Batch(WriteStep):
                 log.error("operator command %r failed: %s", cmd["words"], e)
             applied.add(cmd["id"])
         obs.lap("commands")
-        # 3. decode (the batch is read from Kafka once)
-        self.df = self.df.persist()
+        # 3. decode (the batch is read from Kafka once). Spark's Kafka source gives one
+        # task per topic-partition, and Debezium writes a topic per shard table: every
+        # Spark job of the batch would cost a task per shard. The batch is read in as
+        # many tasks as the cluster has cores instead (the order of events is their
+        # position, not where they sit).
+        self.df = self.df.coalesce(max(1, self.spark.sparkContext.defaultParallelism)).persist()
         events = self.events = self.decode_all().persist()
         crash_point("after_decode")
         try:
