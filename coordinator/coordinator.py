@@ -207,8 +207,7 @@ class Coordinator:
             st = self.shard_state(self._table(shard, change.table))
             if st is None:
                 continue
-            st.last_alter = position
-            st.fingerprint = None  # rows after this DDL carry the schema it made
+            st.altered_at(position)
             pairs = []
             for spec in change.specs:
                 if isinstance(spec, RenameColumn):
@@ -554,9 +553,7 @@ class Coordinator:
                     specs.extend(change.specs)
         change = AlterTable(TableName(real.table), tuple(specs))
         if position is not None:
-            # The real table's rows from here on are the shadow's: of the new schema.
-            st.last_alter = position
-            st.fingerprint = None
+            st.altered_at(position)  # the real table's rows from here on are the shadow's
         self._lock_ddl(st, PendingDDL(alter_sql(real.table, change.specs), position, change), out)
 
     def _schema_of(self, shard: ShardId) -> TableSchema | None:

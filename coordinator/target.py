@@ -84,6 +84,12 @@ class ShardState:
     # yet); a row with another one is ahead of a DDL (coordinator.fingerprints).
     fingerprint: str | None = None
 
+    def altered_at(self, position: Position) -> None:
+        """An ALTER of this shard's table took effect at ``position``: rows before it are of
+        the older schema, and rows after it teach the fingerprint anew."""
+        self.last_alter = position
+        self.fingerprint = None
+
     @property
     def held(self) -> bool:
         return bool(self.pending)

@@ -320,11 +320,6 @@ class _Batch(WriteStep):
         for seg in planner.segments:
             if seg.closed or seg.plan.route.action != "unknown" or seg.shard not in shards:
                 continue
-            if self.c.shard_state(seg.shard) is not None:
-                # Cut while unknown (a snapshot's DROP TABLE IF EXISTS before its CREATE
-                # TABLE), registered later in the batch: its rows follow that table.
-                planner.refresh(seg)
-                continue
             first = seg.after if seg.after is not None else shards[seg.shard]
             self.ex.run(self.c.await_ddl(seg.shard, first, ""))
             planner.refresh(seg)

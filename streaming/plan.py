@@ -102,7 +102,12 @@ class Planner:
         self.segments += segs
 
     def finish(self, shards: list[ShardId]) -> None:
-        """After the last control event: the rest of each shard's rows."""
+        """After the last control event: the rest of each shard's rows. Rows cut while
+        their table was unknown (a snapshot's DROP TABLE IF EXISTS before its CREATE
+        TABLE) follow what the table is at the end of the batch."""
+        for seg in self.segments:
+            if not seg.closed and seg.plan.route.action == "unknown":
+                self.refresh(seg)
         for s in shards:
             self.segments.append(Segment(s, self.opened.get(s), None, row_plan(self.c, s)))
 
