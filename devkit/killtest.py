@@ -11,7 +11,9 @@ union of the shards' final rows: nothing lost, nothing duplicated.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -221,6 +223,24 @@ def kill_test(
     return final
 
 
+def _on_object_store(
+    stack: contextlib.ExitStack, state: Path
+) -> tuple[str, dict[str, str], Any]:
+    """A local S3 store for the run: a new bucket, the job's S3A settings (through
+    ``PYSPARK_SUBMIT_ARGS``, as a launcher would give them) and a session to compare with."""
+    import uuid
+
+    from devkit import objectstore
+    from streaming.spark_session import build_spark
+
+    store = stack.enter_context(objectstore.running("killtest", state))
+    bucket = store.create_bucket(f"killtest-{uuid.uuid4().hex[:12]}")
+    conf = {f"spark.hadoop.{k}": v for k, v in store.hadoop_conf().items()}
+    args = " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in conf.items())
+    spark = build_spark("shardmerge-killtest", extra_conf=conf)
+    return bucket, {"PYSPARK_SUBMIT_ARGS": f"{args} pyspark-shell"}, spark
+
+
 def main() -> int:
     from devkit import kafka_local
     from streaming.faults import POINTS
@@ -230,6 +250,12 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=1500, help="row changes per shard")
     parser.add_argument("--shards", type=int, default=8, help="shard tables")
     parser.add_argument("--workdir", default=str(ROOT / ".state" / "killtest"))
+    parser.add_argument(
+        "--storage",
+        choices=["local", "s3"],
+        default="local",
+        help="where lake and checkpoint go: the workdir, or a bucket on a local S3 store",
+    )
     args = parser.parse_args()
     work = Path(args.workdir)
     import shutil
@@ -239,10 +265,15 @@ def main() -> int:
     # starts late in the workload may not reach a point a third time (it would then finish
     # without being killed; the report counts the kills that happened).
     points = [f"{POINTS[i % len(POINTS)]}:{1 + (i // len(POINTS)) % 2}" for i in range(args.points)]
-    with kafka_local.running("killtest", work / "kafka") as broker:
+    with contextlib.ExitStack() as stack:
+        broker = stack.enter_context(kafka_local.running("killtest", work / "kafka"))
+        storage, extra_env, spark = None, None, None
+        if args.storage == "s3":
+            storage, extra_env, spark = _on_object_store(stack, work / "s3")
+            print(f"lake and checkpoint under {storage}", file=sys.stderr, flush=True)
         report = kill_test(
             broker.bootstrap, work / "job", points, shards=args.shards, rows=args.rows,
-            max_offsets=250,
+            max_offsets=250, storage=storage, extra_env=extra_env, spark=spark,
         )  # fmt: skip
     killed = sum(1 for _, code, _ in report.runs if code == -9)
     print(f"kills: {killed} of {len(points)} runs died by SIGKILL (others finished first)")

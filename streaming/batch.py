@@ -103,6 +103,9 @@ class Stats:
     seconds: float = 0.0
     decide_seconds: float = 0.0
     plan_seconds: float = 0.0
+    # What Delta reports the batch did to each target table: rows inserted, updated and
+    # deleted by the MERGE, and deleted by a TRUNCATE's DELETE ("truncated").
+    target_rows: dict[str, dict[str, int]] = field(default_factory=dict)
     downstream_ddl: list[str] = field(default_factory=list)
     refused_ddl: list[str] = field(default_factory=list)
     command_errors: list[str] = field(default_factory=list)

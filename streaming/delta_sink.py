@@ -199,8 +199,10 @@ class DeltaSink:
 
     def merge(
         self, path: str, src: DataFrame, key: list[str], columns: list[str], version: int
-    ) -> None:
-        """Upsert/delete the latest action per key (``_action`` 'u' or 'd')."""
+    ) -> dict[str, int]:
+        """Upsert/delete the latest action per key (``_action`` 'u' or 'd'). Returns what
+        Delta reports it did: ``{"inserted": n, "updated": n, "deleted": n}`` (all 0 when
+        the transaction version was done already and Delta skipped the write)."""
         view = f"shardmerge_src_{abs(hash((path, version)))}"
         src.createOrReplaceTempView(view)
         on = " AND ".join(f"t.{ident(k)} <=> s.{ident(k)}" for k in key)
@@ -208,17 +210,30 @@ class DeltaSink:
         cols = ", ".join(ident(c) for c in columns)
         vals = ", ".join(f"s.{ident(c)}" for c in columns)
         with txn(self.spark, self.app_id, version):
-            self.spark.sql(
+            result = self.spark.sql(
                 f"MERGE INTO {self.table(path)} t USING {view} s ON {on} "
                 "WHEN MATCHED AND s._action = 'd' THEN DELETE "
                 f"WHEN MATCHED THEN UPDATE SET {sets} "
                 f"WHEN NOT MATCHED AND s._action <> 'd' THEN INSERT ({cols}) VALUES ({vals})"
             )
         self.spark.catalog.dropTempView(view)
+        done = _counts(result)
+        return {k: done.get(f"num_{k}_rows", 0) for k in ("inserted", "updated", "deleted")}
 
-    def delete(self, path: str, where: str, version: int) -> None:
+    def delete(self, path: str, where: str, version: int) -> int:
+        """Rows deleted, as Delta reports them (0 when the version was done already)."""
         with txn(self.spark, self.app_id, version):
-            self.spark.sql(f"DELETE FROM {self.table(path)} WHERE {where}")
+            result = self.spark.sql(f"DELETE FROM {self.table(path)} WHERE {where}")
+        return _counts(result).get("num_affected_rows", 0)
+
+
+def _counts(result: DataFrame) -> dict[str, int]:
+    """The one-row result of a Delta DML command (a local relation: collecting it runs no
+    Spark job). Delta returns no row, or -1, where it kept no count."""
+    rows = result.collect()
+    if not rows:
+        return {}
+    return {k: int(v) for k, v in rows[0].asDict().items() if v is not None and int(v) >= 0}
 
 
 def _cannot(path: str, d: ApplyDDL, name: str, current: str, wanted: str, why: str) -> str:

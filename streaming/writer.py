@@ -192,7 +192,13 @@ class WriteStep:
                 "(" + ", ".join(string(v) for _, v in m) + ")" for m in dict.fromkeys(matches)
             )
             where = f"({', '.join(ident(k) for k in columns)}) IN ({values})"
-        self.sink.delete(path, where, version)
+        deleted = self.sink.delete(path, where, version)
+        self.count_target_rows(target, {"truncated": deleted})
+
+    def count_target_rows(self, target: TargetId, done: dict[str, int]) -> None:
+        counts = self.stats.target_rows.setdefault(str(target), {})
+        for action, n in done.items():
+            counts[action] = counts.get(action, 0) + n
 
     def merge(
         self,
@@ -238,13 +244,14 @@ class WriteStep:
         planning = time.monotonic()
         good._jdf.queryExecution().executedPlan()  # analysis, optimization, planning
         self.stats.plan_seconds += round(time.monotonic() - planning, 3)
-        self.sink.merge(
+        done = self.sink.merge(
             path,
             good,
             list(schema.primary_key) or list(schema.column_names()),
             list(schema.column_names()),
             version,
         )
+        self.count_target_rows(target, done)
         ahead = None
         if mine:
             ahead = self.stash.rows(

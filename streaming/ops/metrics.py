@@ -114,6 +114,15 @@ class JobCollector(Collector):
         for key, action in ROW_ACTIONS.items():
             rows.add_metric([action], totals.get(key, 0))
         yield rows
+        target_rows = CounterMetricFamily(
+            "shardmerge_target_rows",
+            "rows of the target tables as Delta reports them changed: inserted, updated, "
+            "deleted (by the MERGE), truncated (by a TRUNCATE's DELETE)",
+            labels=["target", "action"],
+        )
+        for (target, action), n in sorted(snap["target_rows"].items()):
+            target_rows.add_metric([target, action], n)
+        yield target_rows
         events = CounterMetricFamily("shardmerge_events", "decoded events, rows and DDL")
         events.add_metric([], totals.get("events", 0))
         yield events

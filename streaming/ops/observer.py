@@ -83,6 +83,8 @@ class BatchObserver:
         self.totals: Counter[str] = Counter()
         self.ddl_applied: Counter[str] = Counter()
         self.conflicts: Counter[str] = Counter()  # target -> times it entered conflict
+        # (target, action) -> rows Delta reports inserted/updated/deleted/truncated
+        self.target_rows: Counter[tuple[str, str]] = Counter()
         self.step_histograms: dict[str, _Histogram] = {}
         self.state: dict[str, Any] | None = None  # as persisted by the last batch
         self._stages: dict[str, str] = {}
@@ -115,6 +117,9 @@ class BatchObserver:
                     self.totals[key] += value
             for statement in stats.get("downstream_ddl", []):
                 self.ddl_applied.update(ddl_kind(statement))
+            for target, counts in stats.get("target_rows", {}).items():
+                for action, n in counts.items():
+                    self.target_rows[(target, action)] += n
             self.totals["refused_ddl"] += len(stats.get("refused_ddl", []))
             self.totals["command_errors"] += len(stats.get("command_errors", []))
             for lock in state.get("locks", []):
@@ -143,6 +148,7 @@ class BatchObserver:
                 "totals": dict(self.totals),
                 "ddl_applied": dict(self.ddl_applied),
                 "conflicts": dict(self.conflicts),
+                "target_rows": dict(self.target_rows),
                 "steps": {k: copy.copy(v) for k, v in self.step_histograms.items()},
                 "state": self.state,
             }

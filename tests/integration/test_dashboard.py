@@ -290,6 +290,13 @@ def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstrea
     replayed = samples[("shardmerge_rows_total", (("action", "replayed"),))]
     assert rows == up.next_id == written + replayed
     assert samples[("shardmerge_rows_total", (("action", "held"),))] == replayed == 4 + 4 + 3
+    # what Delta reports the MERGEs did adds up to the table's rows
+    changed = {
+        dict(k[1])["action"]: v for k, v in samples.items()
+        if k[0] == "shardmerge_target_rows_total" and (("target", "shop.orders") in k[1])
+    }  # fmt: skip
+    assert changed.get("inserted", 0) - changed.get("deleted", 0) == rows, changed
+    assert changed.get("inserted", 0) > 0
     lags = {k[1]: v for k, v in samples.items() if k[0] == "shardmerge_kafka_lag_records"}
     topics = {dict(labels)["topic"] for labels in lags}
     assert topics == {up.source} | {f"{up.source}.shop.orders_{i}" for i in range(3)}

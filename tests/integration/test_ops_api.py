@@ -56,7 +56,8 @@ def job_state(store: StateStore, s: Settings, observer: BatchObserver) -> dict:
         c.on_ddl(SHARDS[i], ADD.format(i=i), ["bin.1", 100 + i, 0, 1_700_000_000_000 + i, 5 + i])
     stats = {"batch": 7, "events": 30, "written": 21, "held": 7, "replayed": 0, "dropped": 0,
              "dead_letters": 0, "ddl": 2, "downstream_ddl": ["ALTER TABLE `orders` ADD COLUMN `x` INT"],
-             "refused_ddl": [], "command_errors": []}  # fmt: skip
+             "refused_ddl": [], "command_errors": [],
+             "target_rows": {"shop.orders": {"inserted": 18, "updated": 2, "deleted": 1}}}  # fmt: skip
     state = {"batch": 7, "coordinator": snapshot(c), "stats": stats,
              "locks": [_lock_json(v) for v in c.locks()], "applied_commands": []}  # fmt: skip
     store.save(7, state)
@@ -242,6 +243,12 @@ def test_metrics_parse_and_match_the_jobs_state(serve):
     assert samples[("shardmerge_rows_total", (("action", "written"),))] == 21
     assert samples[("shardmerge_rows_total", (("action", "held"),))] == 7
     assert samples[("shardmerge_ddl_applied_total", (("kind", "add_column"),))] == 1
+    changed = {
+        dict(k[1])["action"]: v
+        for k, v in samples.items()
+        if k[0] == "shardmerge_target_rows_total" and dict(k[1])["target"] == "shop.orders"
+    }
+    assert changed == {"inserted": 18, "updated": 2, "deleted": 1}
     assert samples[("shardmerge_batches_total", ())] == 1
     assert samples[("shardmerge_batch_step_duration_seconds_count", (("step", "restore"),))] == 1
     held_since = (
