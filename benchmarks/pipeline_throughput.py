@@ -256,7 +256,7 @@ def main() -> None:
                 )
             )
             rss0 = driver_rss()
-            secs, _ = run_job(spark, s)
+            secs, processor = run_job(spark, s)
             ours = sent / secs
             latest = StateStore(spark, s.checkpoint).latest()
             assert latest is not None
@@ -266,6 +266,17 @@ def main() -> None:
                     f"{sent:,} records in {secs:.1f}s = {ours:,.0f}/s "
                     f"(**{ours / stream:.2f}x plain streaming**, {ours / plain:.2f}x plain batch; "
                     f"{latest[0] + 1} batches)",
+                )
+            )
+            steps: dict[str, float] = {}
+            for record in processor.observer.snapshot()["history"]:
+                for step, took in record.steps.items():
+                    steps[step] = steps.get(step, 0.0) + took
+            out.append(
+                (
+                    "shardmerge time by protocol step (sum over batches)",
+                    ", ".join(f"{k} {v:.1f}s" for k, v in steps.items())
+                    + f"; outside foreachBatch {secs - sum(steps.values()):.1f}s",
                 )
             )
 
