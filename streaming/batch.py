@@ -67,6 +67,7 @@ from streaming.control import (
     table_level,
     touched,
 )
+from streaming.decode import parse, split
 from streaming.delta_sink import DeltaSink
 from streaming.executor import Executor
 from streaming.faults import crash_point
@@ -114,11 +115,10 @@ class Stats:
 class BatchProcessor:
     """The ``foreachBatch`` function of the job (see the module docstring for the steps)."""
 
-    def __init__(self, spark: SparkSession, settings: Settings, decode: Any) -> None:
+    def __init__(self, spark: SparkSession, settings: Settings) -> None:
         check_session(spark.conf.get)
         self.spark = spark
         self.settings = settings
-        self.decode = decode
         self.router = settings.router()
         self.store = StateStore(spark, settings.checkpoint)
         self.app_id = self.store.app_id()  # carried by every write (see delta_sink.txn)
@@ -147,6 +147,7 @@ class _Batch(WriteStep):
         self.sink = DeltaSink(self.spark, p.app_id)
         self.stash = Stash(self.spark, p.stash_path, p.app_id)
         self.df = df
+        self.parsed: list[DataFrame] = []  # persisted parses of the batch (step 3)
         self.batch = batch_id
         self.slot = 0
         self.stats = Stats(batch=batch_id)
@@ -191,17 +192,20 @@ class _Batch(WriteStep):
                 log.error("operator command %r failed: %s", cmd["words"], e)
             applied.add(cmd["id"])
         obs.lap("commands")
-        # 3. decode (the batch is read from Kafka once). Spark's Kafka source gives one
-        # task per topic-partition, and Debezium writes a topic per shard table: every
-        # Spark job of the batch would cost a task per shard. The batch is read in as
-        # many tasks as the cluster has cores instead (the order of events is their
-        # position, not where they sit).
-        self.df = self.df.coalesce(max(1, self.spark.sparkContext.defaultParallelism)).persist()
+        # 3. decode: the batch is read from Kafka and parsed once (the parse is persisted
+        # until the events are cached). Spark's Kafka source gives one task per
+        # topic-partition, and Debezium writes a topic per shard table: every Spark job of
+        # the batch would cost a task per shard. The batch is read in as many tasks as the
+        # cluster has cores instead (the order of events is their position, not where
+        # they sit).
+        self.df = self.df.coalesce(max(1, self.spark.sparkContext.defaultParallelism))
         events = self.events = self.decode_all().persist()
         crash_point("after_decode")
         try:
             # 4. control events, and the rows per shard
             controls = in_global_order(join_split_renames(events.filter(CONTROL).collect()))
+            # The events are cached now; the parse was needed for the dead letters only.
+            self.unpersist_parsed()
             rows = events.filter(f"NOT ({CONTROL})")
             shards, prints = first_rows(rows)
             obs.lap("decode")
@@ -226,7 +230,7 @@ class _Batch(WriteStep):
             self.stats.events += len(controls)
         finally:
             events.unpersist()
-            self.df.unpersist()
+            self.unpersist_parsed()
         obs.lap("write")
         # 7. persist
         self.stats.seconds = round(time.monotonic() - started, 3)
@@ -248,7 +252,9 @@ class _Batch(WriteStep):
         for fmt in sorted({s.format for s in self.p.settings.sources}):
             raw = self.df.filter(F.col("__fmt") == fmt) if "__fmt" in self.df.columns else self.df
             mapping = {t: s.source for s in self.p.settings.sources if s.source for t in s.topics}
-            ev, dead = self.p.decode(raw, fmt, source_for_topic=mapping)
+            parsed = parse(raw, fmt, source_for_topic=mapping).persist()
+            self.parsed.append(parsed)
+            ev, dead = split(parsed, fmt)
             parts.append(ev)
             dead_parts.append(dead)
         dead = dead_parts[0]
@@ -261,6 +267,11 @@ class _Batch(WriteStep):
         for e in parts[1:]:
             events = events.unionByName(e)
         return events.withColumn("_okey", F.expr(ORDER_KEY))
+
+    def unpersist_parsed(self) -> None:
+        for parsed in self.parsed:
+            parsed.unpersist()
+        self.parsed = []
 
     # --- step 5 -----------------------------------------------------------------------------
 

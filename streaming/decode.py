@@ -19,8 +19,8 @@ Order: no shuffle. Events keep the Kafka order within each topic-partition (one 
 partition each); a record with several events (canal rows, Debezium DDL statements)
 yields them in message order.
 
-Cost: both frames derive from the same parse. In ``foreachBatch``, persist the input
-batch (or the decoded frames) when both are consumed, or Spark reads and parses twice.
+Cost: both frames derive from the same parse. When both are consumed, take them from a
+persisted :func:`parse` (``split``), or Spark parses every record twice.
 
 Differences from the reference decoder, all on malformed input: messages produced by
 pydantic in Python ("Input should be a valid integer...") are worded differently here,
@@ -45,7 +45,7 @@ from streaming._decode.sql import EVENT_FIELDS, EVENT_TYPE, lit
 from streaming.contract import EVENT_SCHEMA
 from streaming.quoting import ident
 
-__all__ = ["FORMATS", "Format", "decode"]
+__all__ = ["FORMATS", "Format", "decode", "parse", "split"]
 
 Format = Literal["debezium", "canal", "maxwell"]
 FORMATS: tuple[Format, ...] = ("debezium", "canal", "maxwell")
@@ -72,6 +72,21 @@ def decode(
 
     Raises ValueError for an unknown format, or canal/maxwell without any mapping.
     """
+    return split(parse(df, fmt, source_for_topic=source_for_topic), fmt)
+
+
+def parse(
+    df: DataFrame,
+    fmt: Format,
+    *,
+    source_for_topic: Mapping[str, str] | None = None,
+) -> DataFrame:
+    """Every record of ``df`` parsed once: ``topic``, ``partition``, ``offset``, ``_reason``
+    (NULL for a good record), ``_events`` (its events, NULL for a dead letter), and the
+    ``key`` and ``value`` of dead letters only (NULL for good records, so that a persisted
+    frame does not keep every record's bytes). :func:`split` makes the two frames of
+    :func:`decode` from it; persist it when both are consumed, and the records are parsed
+    once. Arguments and errors as :func:`decode`."""
     if fmt not in _MODULES:
         raise ValueError(f"unknown CDC format {fmt!r}; known: {', '.join(FORMATS)}")
     mapping = dict(source_for_topic or {})
@@ -101,20 +116,29 @@ def decode(
         staged = staged.drop(*drops)
     staged = staged.withColumn("_reason", F.expr(module.reason_sql()))
     skip = "coalesce(_tomb, false)" if fmt == "debezium" else "false"
-    staged = staged.withColumn(
-        "_events",
+    return staged.select(
+        "topic",
+        "partition",
+        "offset",
+        F.expr("CASE WHEN _reason IS NOT NULL THEN key END").alias("key"),
+        F.expr("CASE WHEN _reason IS NOT NULL THEN value END").alias("value"),
+        "_reason",
         F.expr(
             f"CASE WHEN _reason IS NULL AND NOT {skip} "
             f"THEN CAST({module.events_sql()} AS {EVENT_TYPE}) END"
-        ),
+        ).alias("_events"),
     )
 
-    # No filter on _reason here: Spark would push it below the projection and evaluate
-    # the reason twice; _events is NULL for a dead letter, and inline() of NULL is no row.
-    events = staged.select("topic", "partition", "offset", F.inline("_events")).select(
+
+def split(parsed: DataFrame, fmt: Format) -> tuple[DataFrame, DataFrame]:
+    """``(events, dead_letters)`` of a :func:`parse` result."""
+    # No filter on _reason for the events: Spark would push it below the projection and
+    # evaluate the reason twice; _events is NULL for a dead letter, and inline() of NULL
+    # is no row.
+    events = parsed.select("topic", "partition", "offset", F.inline("_events")).select(
         *[_event_column(f.name, fmt) for f in EVENT_SCHEMA.fields]
     )
-    dead = staged.where("_reason IS NOT NULL").select(
+    dead = parsed.where("_reason IS NOT NULL").select(
         F.expr("coalesce(topic, '')").alias("topic"),
         F.expr("coalesce(`partition`, 0)").alias("partition"),
         F.expr("coalesce(`offset`, 0L)").alias("offset"),

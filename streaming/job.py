@@ -111,9 +111,7 @@ def build_query(
     available_now: bool = False,
     processor: BatchProcessor | None = None,
 ) -> tuple[StreamingQuery, BatchProcessor]:
-    from streaming.decode import decode
-
-    processor = processor or BatchProcessor(spark, settings, decode)
+    processor = processor or BatchProcessor(spark, settings)
     every = settings.stash_maintenance_every
 
     def batch(df: DataFrame, batch_id: int) -> None:
