@@ -223,9 +223,7 @@ def kill_test(
     return final
 
 
-def _on_object_store(
-    stack: contextlib.ExitStack, state: Path
-) -> tuple[str, dict[str, str], Any]:
+def _on_object_store(stack: contextlib.ExitStack, state: Path) -> tuple[str, dict[str, str], Any]:
     """A local S3 store for the run: a new bucket, the job's S3A settings (through
     ``PYSPARK_SUBMIT_ARGS``, as a launcher would give them) and a session to compare with."""
     import uuid
