@@ -287,9 +287,10 @@ def case_storage(
     broker: Broker, spark: Any, base: Path, size: Size, *, release: bool
 ) -> CaseReport:
     """The target table (after the 3rd target write) or the stash (during a release, after
-    its rows were merged and before they leave the stash) is a file for ``storage_s``: the
-    batch fails until it comes back. The release case runs pessimistic, so shards that ran
-    a DDL are held in the stash until the last shard's DDL arrives in a later batch."""
+    its rows were merged and before they leave the stash) is a file until the query has
+    failed on it, then for ``storage_s``: the batch fails until it comes back. The release
+    case runs pessimistic, so shards that ran a DDL are held in the stash until the last
+    shard's DDL arrives in a later batch."""
     name = "storage_release" if release else "storage_target"
     r = CaseReport(name)
     source = f"fs{int(release)}"
@@ -313,7 +314,7 @@ def case_storage(
         r.notes.append(f"the fault never fired ({point} not reached)")
     if not path.is_dir() or Path(f"{path}.away").exists():
         r.notes.append(f"{path} was not restored")
-    r.state = f"{path.name} a file for {size.storage_s:g}s at {point}"
+    r.state = f"{path.name} a file from {point} until the query failed, then {size.storage_s:g}s"
     out = finish(spark, work, oracle, r)
     if out.restarts == 0:
         out.ok = False

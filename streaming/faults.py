@@ -5,8 +5,9 @@ n-th time it reaches ``point`` (n counts from 1).
 
 ``SHARDMERGE_STORAGE_FAULT=point:n:seconds:path`` takes a folder away the n-th time the
 process reaches ``point``: the folder (a Delta table: the stash or a target) is renamed to
-``path.away`` and a plain *file* takes its place for ``seconds``, then the folder comes
-back. Every read and write of the table fails meanwhile, also for root (who ignores
+``path.away`` and a plain *file* takes its place until the query has failed on it
+(:func:`storage_fault_noticed`), then ``seconds`` more (at most two minutes in all); then
+the folder comes back. Every read and write of the table fails meanwhile, also for root (who ignores
 permission bits) and also for a write that would otherwise create a fresh table at a
 missing path. The batch then fails and the query's restart policy has to ride it out.
 
@@ -34,6 +35,7 @@ __all__ = [
     "crash_point",
     "raise_point",
     "reset_raise_counts",
+    "storage_fault_noticed",
 ]
 
 POINTS = (
@@ -68,20 +70,45 @@ def crash_point(name: str) -> None:
             _take_away(path, float(seconds))
 
 
+# A storage fault lasts until the query has failed on it, then ``seconds`` more: a fixed
+# window could close before the job next touches the path (on a loaded machine the next
+# access may come many seconds later) and the fault would go unnoticed. Never longer than
+# this, noticed or not.
+_STORAGE_FAULT_MAX_S = 120.0
+_pending: list[threading.Timer] = []  # restores to start when the query fails
+_pending_lock = threading.Lock()
+
+
 def _take_away(path: str, seconds: float) -> None:
     away = path.rstrip("/") + ".away"
     os.rename(path, away)
     with open(path, "w") as fh:
         fh.write("storage fault injected by SHARDMERGE_STORAGE_FAULT\n")
-    log.warning("storage fault: %s is a file for %.0fs", path, seconds)
+    log.warning("storage fault: %s is a file until the query fails, then %.0fs", path, seconds)
+    done = threading.Lock()
 
     def restore() -> None:
+        if not done.acquire(blocking=False):
+            return  # restored already
         os.remove(path)
         os.rename(away, path)
         log.warning("storage fault: %s is back", path)
 
-    # Not a daemon: the process waits for the folder to come back before it exits.
-    threading.Timer(seconds, restore).start()
+    # Not daemons: the process waits for the folder to come back before it exits.
+    longest = threading.Timer(_STORAGE_FAULT_MAX_S, restore)
+    longest.start()
+    with _pending_lock:
+        _pending.append(threading.Timer(seconds, restore))
+
+
+def storage_fault_noticed() -> None:
+    """The query failed: a storage fault in place ends its ``seconds`` from now (called by
+    the restart policy, ``streaming.supervise``; nothing when no fault is armed)."""
+    with _pending_lock:
+        timers = list(_pending)
+        _pending.clear()
+    for timer in timers:
+        timer.start()
 
 
 class InjectedFault(RuntimeError):

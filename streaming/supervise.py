@@ -40,6 +40,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from shardmerge.errors import ShardMergeError
 from streaming.config import RestartSettings
+from streaming.faults import storage_fault_noticed
 
 __all__ = ["RESTARTS", "JobStopped", "Restarts", "classify", "supervise"]
 
@@ -157,6 +158,7 @@ def supervise(
             return
         except failures as e:
             error = e
+        storage_fault_noticed()  # a fault test's outage ends some seconds after this
         if clock() - started >= policy.reset_after_s:
             counters.ran_fine()
         kind, advice = classify(error, at_start=at_start)
