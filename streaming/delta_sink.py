@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.errors import AnalysisException
@@ -34,10 +35,11 @@ from schemas.changes import (
 )
 from schemas.model import Column, TableSchema
 from shardmerge.errors import ShardMergeError
+from streaming.hadoop_fs import HadoopFs, join
 from streaming.quoting import ident, table_at
 from streaming.spark_types import delta_type, literal_expr, schema_ddl, widens_in_place
 
-__all__ = ["DeltaSink", "SinkError", "txn"]
+__all__ = ["DeltaSink", "SinkError", "StorageUnreadable", "delta_table_at", "txn"]
 
 # Offending values named in a refused rewrite.
 _SAMPLES = 5
@@ -45,6 +47,39 @@ _SAMPLES = 5
 
 class SinkError(ShardMergeError):
     """Delta cannot express a change; the message says what the operator can do."""
+
+
+class StorageUnreadable(ShardMergeError):
+    """Something is where a Delta table should be, but it cannot be read as one. The batch
+    fails (the restart policy retries it); it is never read as "no table"."""
+
+
+def delta_table_at(spark: SparkSession, path: str) -> bool:
+    """Whether a Delta table is at ``path`` (a URI). Delta's own check answers no for
+    anything it cannot read as a table: a file in its place, a table whose log is out of
+    reach for a moment. Read as "no table", that would let a batch treat held rows as
+    absent and release shards without them. So "no table" is only a path without a Delta
+    log (nothing there, or files of a first write that never committed, which Delta
+    ignores); a file in its place, or a log Delta cannot read, raises
+    :class:`StorageUnreadable`, and other failures propagate."""
+    if DeltaTable.isDeltaTable(spark, path):
+        return True
+    fs = HadoopFs(spark, path)
+    if fs.is_file(path) or fs.names(join(path, "_delta_log")):
+        # Delta caches a table's log per path: once it found no table there (while the
+        # storage was away), it keeps saying so after the table is back. Forget that copy
+        # and look again.
+        jvm: Any = spark._jvm
+        jpath = jvm.org.apache.hadoop.fs.Path(path)
+        jvm.org.apache.spark.sql.delta.DeltaLog.invalidateCache(spark._jsparkSession, jpath)
+        if DeltaTable.isDeltaTable(spark, path):
+            return True
+        raise StorageUnreadable(
+            f"{path} holds a Delta log or a file but cannot be read as a Delta table "
+            "(storage unavailable, or something else in its place); the batch fails and "
+            "runs again"
+        )
+    return False
 
 
 @contextmanager
@@ -68,10 +103,7 @@ class DeltaSink:
         return table_at(path)
 
     def exists(self, path: str) -> bool:
-        """Whether a Delta table is at ``path``, by Delta's own check. Any failure to find
-        out (storage, permissions, a corrupt log) raises: read as "no table", it would
-        let a caller treat held rows as absent."""
-        return bool(DeltaTable.isDeltaTable(self.spark, path))
+        return delta_table_at(self.spark, path)
 
     def create(self, path: str, schema: TableSchema) -> None:
         self.spark.sql(

@@ -48,6 +48,10 @@ class HadoopFs:
     def exists(self, uri: str) -> bool:
         return bool(self._fs.exists(self._path(uri)))
 
+    def is_file(self, uri: str) -> bool:
+        path = self._path(uri)
+        return bool(self._fs.exists(path)) and bool(self._fs.isFile(path))
+
     def names(self, folder: str) -> list[str]:
         """The file names in ``folder`` (none when it does not exist yet)."""
         path = self._path(folder)

@@ -143,9 +143,10 @@ def maintain_stash(spark: SparkSession, path: str) -> None:
     removed files): the stash is read only at its newest version."""
     from delta.tables import DeltaTable
 
+    from streaming.delta_sink import delta_table_at
     from streaming.quoting import string, table_at
 
-    if not DeltaTable.isDeltaTable(spark, path):
+    if not delta_table_at(spark, path):
         return  # nothing was ever held
     table = table_at(path)
     wanted = {

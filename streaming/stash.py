@@ -9,13 +9,12 @@ rows its first attempt appended and must not replay them.
 
 from __future__ import annotations
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from streaming.contract import EVENT_SCHEMA
 from streaming.control import ORDER_KEY
-from streaming.delta_sink import txn
+from streaming.delta_sink import delta_table_at, txn
 from streaming.faults import raise_point
 from streaming.quoting import ident, table_at
 
@@ -45,10 +44,10 @@ class Stash:
         self.app_id = app_id  # the checkpoint's (see streaming.state_store)
 
     def exists(self) -> bool:
-        """Whether the stash table was created (Delta's own check; any other failure
-        is raised, never read as "no stash")."""
+        """Whether the stash table was created. Only a free path is "no stash"; a stash
+        that is there but cannot be read raises (``delta_sink.delta_table_at``)."""
         raise_point("stash_read")
-        return DeltaTable.isDeltaTable(self.spark, self.path)
+        return delta_table_at(self.spark, self.path)
 
     def rows(self, df: DataFrame, target: str, version: str, batch: int) -> DataFrame:
         """``df``'s events as stash rows (``target``, ``version``: column expressions)."""

@@ -64,3 +64,40 @@ def test_a_failing_stash_read_fails_the_batch_and_the_rerun_releases_once(
     ]
     assert held_ids(p) == []
     assert p.lock()["stage"] == "none" and p.lock()["blocked"] == []
+
+
+def test_only_a_path_without_a_delta_log_is_no_table(spark, tmp_path):
+    """A stash or target that is there but unreadable (a file in its place, a log Delta
+    cannot read) raises; only a path without a Delta log is "no table"."""
+    from streaming.delta_sink import StorageUnreadable, delta_table_at
+
+    table = str(tmp_path / "table")
+    assert delta_table_at(spark, str(tmp_path / "nothing")) is False
+    spark.range(3).write.format("delta").save(table)
+    assert delta_table_at(spark, table) is True
+
+    orphan = tmp_path / "orphan"  # data files of a first write that never committed
+    spark.range(3).write.parquet(str(orphan))
+    assert delta_table_at(spark, str(orphan)) is False
+
+    away = tmp_path / "away"  # the storage fault of the fault suite: a file in its place
+    away.write_text("not a table")
+    with pytest.raises(StorageUnreadable, match="cannot be read as a Delta table"):
+        delta_table_at(spark, str(away))
+
+    # the table goes away for a while, then comes back: it is a table again (Delta's
+    # cached "no table here" from the outage is not believed)
+    (tmp_path / "table").rename(tmp_path / "table.away")
+    (tmp_path / "table").write_text("storage fault")
+    with pytest.raises(StorageUnreadable):
+        delta_table_at(spark, table)
+    (tmp_path / "table").unlink()
+    (tmp_path / "table.away").rename(tmp_path / "table")
+    assert delta_table_at(spark, table) is True
+    assert spark.read.format("delta").load(table).count() == 3
+
+    broken = tmp_path / "broken"  # a log that is there but cannot be read
+    (broken / "_delta_log").mkdir(parents=True)
+    (broken / "_delta_log" / "00000000000000000000.json").write_text("{not json")
+    with pytest.raises(Exception):  # noqa: B017 Delta's own error, or StorageUnreadable
+        delta_table_at(spark, str(broken))
