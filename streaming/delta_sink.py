@@ -102,9 +102,6 @@ class DeltaSink:
     def table(self, path: str) -> str:
         return table_at(path)
 
-    def exists(self, path: str) -> bool:
-        return delta_table_at(self.spark, path)
-
     def create(self, path: str, schema: TableSchema) -> None:
         self.spark.sql(
             f"CREATE TABLE IF NOT EXISTS {self.table(path)} ({schema_ddl(schema)}) USING DELTA "

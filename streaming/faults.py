@@ -95,8 +95,7 @@ def _take_away(path: str, seconds: float) -> None:
         log.warning("storage fault: %s is back", path)
 
     # Not daemons: the process waits for the folder to come back before it exits.
-    longest = threading.Timer(_STORAGE_FAULT_MAX_S, restore)
-    longest.start()
+    threading.Timer(_STORAGE_FAULT_MAX_S, restore).start()
     with _pending_lock:
         _pending.append(threading.Timer(seconds, restore))
 
