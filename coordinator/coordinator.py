@@ -9,9 +9,10 @@ shard's schema goes to the target's lock rules.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from coordinator.commands import OperatorCommand
 from coordinator.decisions import CreateTarget, Decision, Hold, Release
@@ -94,6 +95,24 @@ class LockView:
 
 
 @dataclass
+class DDLOrigin:
+    """Where the latest DDL statement of one table came from upstream (a binlog file,
+    position and row, compared as a tuple), and the digests of the statements seen there
+    (a snapshot may give several statements one position)."""
+
+    origin: tuple[Any, ...]
+    digests: list[str] = field(default_factory=list)
+
+
+def _origin(origin: Any) -> tuple[Any, ...]:
+    return tuple(origin) if isinstance(origin, list | tuple) else (origin,)
+
+
+def _digest(sql: str) -> str:
+    return hashlib.sha256(sql.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+@dataclass
 class Ghost:
     """An online-DDL shadow table: its schema and the ALTERs run on it, recorded."""
 
@@ -117,6 +136,9 @@ class Coordinator:
         self.ghosts: dict[ShardId, Ghost] = {}
         # Routed tables whose rows came before their CREATE TABLE (another topic): held.
         self.unregistered: dict[ShardId, Position] = {}
+        # Per table a DDL event named (kept after a DROP or RENAME): the upstream origin of
+        # its latest statement, and the digests of the statements seen at that origin.
+        self.ddl_origins: dict[str, DDLOrigin] = {}
 
     # --- queries -----------------------------------------------------------------------
 
@@ -177,8 +199,42 @@ class Coordinator:
         self._create(shard, schema, ddl, out)
         return out
 
-    def on_ddl(self, shard: ShardId, sql: str, position: Position) -> list[Decision]:
-        """A DDL statement from the binlog of ``shard``'s source and database."""
+    def resent(self, shard: ShardId, sql: str, origin: Any) -> bool:
+        """Is this DDL event one the coordinator already took, sent again?
+
+        An at-least-once upstream (a connector restarted from an older offset) sends
+        events again, DDLs included; taking a statement twice would run it on a shard
+        that already has it (a rename or drop of a column that is gone) or truncate rows
+        written after it. ``origin`` is the statement's upstream coordinate (binlog file,
+        position, row; ``None`` when the format has none, and then nothing is ever called
+        a re-send): a statement of the same table at or before the latest one taken is a
+        re-send, except a different statement at the very same origin (a snapshot)."""
+        if origin is None:
+            return False
+        seen = self.ddl_origins.get(str(shard))
+        if seen is None:
+            return False
+        here = _origin(origin)
+        return here < seen.origin or (here == seen.origin and _digest(sql) in seen.digests)
+
+    def _took_ddl(self, shard: ShardId, sql: str, origin: Any) -> None:
+        if origin is None:
+            return
+        here = _origin(origin)
+        seen = self.ddl_origins.get(str(shard))
+        if seen is not None and seen.origin == here:
+            seen.digests.append(_digest(sql))
+        elif seen is None or here > seen.origin:
+            self.ddl_origins[str(shard)] = DDLOrigin(here, [_digest(sql)])
+
+    def on_ddl(
+        self, shard: ShardId, sql: str, position: Position, origin: Any = None
+    ) -> list[Decision]:
+        """A DDL statement from the binlog of ``shard``'s source and database.
+
+        ``origin`` (optional) is its upstream coordinate; see :meth:`resent`, which the
+        caller asks first: this method takes the statement either way."""
+        self._took_ddl(shard, sql, origin)
         out: list[Decision] = []
         try:
             changes = parse_ddl(sql)

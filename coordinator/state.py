@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.coordinator import DEFAULT_CONFIG, Coordinator, Ghost, TargetConfig
+from coordinator.coordinator import DEFAULT_CONFIG, Coordinator, DDLOrigin, Ghost, TargetConfig
 from coordinator.decisions import ApplyDDL, Decision, Hold, Release, Truncate
 from coordinator.ids import ShardId, TargetId
 from coordinator.routing import Extract, Router
@@ -46,6 +46,7 @@ def snapshot(c: Coordinator) -> dict[str, Any]:
             [str(s), {"schema": schema_to_json(g.schema), "statements": g.statements}]
             for s, g in c.ghosts.items()
         ],
+        "ddl_origins": [[k, list(o.origin), o.digests] for k, o in c.ddl_origins.items()],
     }
 
 
@@ -72,6 +73,10 @@ def restore(
     c.ghosts = {
         ShardId.parse(s): Ghost(schema_from_json(g["schema"]), list(g["statements"]))
         for s, g in data["ghosts"]
+    }
+    c.ddl_origins = {
+        k: DDLOrigin(tuple(origin), list(digests))
+        for k, origin, digests in data.get("ddl_origins", [])
     }
     return c
 

@@ -66,6 +66,7 @@ from streaming.control import (
     position_of,
     table_level,
     touched,
+    upstream_origin,
 )
 from streaming.decode import parse, split
 from streaming.delta_sink import DeltaSink
@@ -98,6 +99,8 @@ class Stats:
     dropped: int = 0
     dead_letters: int = 0
     ddl: int = 0
+    # DDL events taken already, sent again by an at-least-once upstream: not run twice.
+    resent_ddl: int = 0
     # Wall time of the batch; of steps 1-5 (the driver decides, DDL runs); and of the
     # driver's analysis and planning of the MERGE sources (it must not grow with shards or
     # control events: the row plan is data, not expressions).
@@ -281,10 +284,21 @@ class _Batch(WriteStep):
         position = position_of(r)
         # A statement that creates, renames or drops tables changes which rows are whose:
         # the rows of the tables it names up to it keep the plan from before it.
+        sql = control_sql(r)
+        origin = upstream_origin(r)
+        if self.c.resent(shard, sql, origin):
+            # The rows sent again with it are older than its shard's last DDL: they are
+            # written under the plan of their own position, like any late row.
+            log.warning(
+                "batch %s: %s taken already at %s, sent again (%s[%s]@%s): not run twice: %s",
+                self.batch, shard, origin, r["topic"], r["partition"], r["offset"], sql,
+            )  # fmt: skip
+            self.stats.resent_ddl += 1
+            return
         cut = table_level(r)
         segs = planner.cut(touched(r, list(self.c.where)), position) if cut else []
         try:
-            decisions = self.c.on_ddl(shard, control_sql(r), position)
+            decisions = self.c.on_ddl(shard, sql, position, origin)
         except UnknownShardError as e:
             self.dead.append((r["topic"], r["partition"], r["offset"], str(e)))
             planner.close(segs, [])

@@ -47,6 +47,7 @@ class Pipeline:
             sink=SinkSettings(path=str(tmp / "lake")),
             checkpoint=str(tmp / "ck"),
         )
+        self.totals: dict[str, int] = {}  # the batches' counts (metrics), over every run
 
     def send(self, records: list[Record]) -> None:
         for r in records:
@@ -54,9 +55,11 @@ class Pipeline:
         self.producer.flush(30)
 
     def run(self) -> None:
-        query, _ = build_query(self.spark, self.settings, available_now=True)
+        query, processor = build_query(self.spark, self.settings, available_now=True)
         query.awaitTermination()
         assert query.exception() is None
+        for key, n in processor.observer.totals.items():
+            self.totals[key] = self.totals.get(key, 0) + n
 
     def rows(self) -> list[dict[str, Any]]:
         df = self.spark.read.format("delta").load(self.settings.table_path(TargetId("shop", "t")))

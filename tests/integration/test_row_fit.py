@@ -56,6 +56,8 @@ def test_a_null_in_a_column_its_shard_lacks_waits_for_the_shard_ddl(kafka, spark
     assert p.rows() == [{"id": 1, "a": 1, "c": 7}, {"id": 2, "a": 2, "c": None}]
     assert p.lock()["stage"] == "none" and p.lock()["blocked"] == []
     assert _dead(p) == []
+    # the early row was held, not written, then replayed: each row counted once
+    assert (p.totals["written"], p.totals["held"], p.totals["replayed"]) == (1, 1, 1)
 
 
 def test_a_null_before_its_shard_ddl_in_one_batch_stays_null(kafka, spark, tmp_path):

@@ -268,6 +268,59 @@ def test_gh_ost_cut_over_turns_into_the_recorded_ddl_on_the_real_table():
     assert c.ghosts == {}
 
 
+# --- an at-least-once upstream ------------------------------------------------------
+
+
+def binlog(pos: int) -> list[object]:
+    return ["mysql-bin.000007", pos, -1]
+
+
+def test_a_ddl_sent_again_is_recognised_by_its_origin_and_a_newer_one_is_not():
+    c = coord()
+    rename = "ALTER TABLE tb1 CHANGE a c INT"
+    assert not c.resent(S1, rename, binlog(100))
+    c.on_ddl(S1, rename, 1, binlog(100))
+    # the same statement from the same binlog place, with a new Kafka position
+    assert c.resent(S1, rename, binlog(100))
+    # an older statement of the same table, sent again with it
+    assert c.resent(S1, "ALTER TABLE tb1 ADD COLUMN z INT", binlog(40))
+    # another shard's statement at that origin is its own
+    assert not c.resent(S2, rename, binlog(100))
+    # a later statement, and a different statement at the very same origin (a snapshot
+    # gives every statement one position) are new
+    assert not c.resent(S1, "ALTER TABLE tb1 ADD COLUMN d INT", binlog(101))
+    assert not c.resent(S1, "ALTER TABLE tb1 ADD COLUMN d INT", binlog(100))
+    # without an origin nothing is ever called a re-send
+    assert not c.resent(S1, rename, None)
+    # the next binlog file is later than any position of the one before
+    assert not c.resent(S1, rename, ["mysql-bin.000008", 4, -1])
+
+
+def test_a_resent_truncate_is_recognised_after_the_rows_written_since():
+    c = coord(extract=Extract(table_column="tbl"))
+    c.on_ddl(S1, "TRUNCATE TABLE tb1", 5, binlog(300))
+    c.on_ddl(S1, "ALTER TABLE tb1 ADD COLUMN d INT", 6, binlog(400))
+    assert c.resent(S1, "TRUNCATE TABLE tb1", binlog(300))
+
+
+def test_a_dropped_table_remembers_its_ddl_origin_so_a_resent_create_is_not_a_new_table():
+    c = coord()
+    c.on_ddl(S1, "DROP TABLE tb1", 1, binlog(10))
+    c.on_ddl(S1, BASE.format(t="tb1"), 2, binlog(20))
+    c.on_ddl(S1, "DROP TABLE tb1", 3, binlog(30))
+    assert c.resent(S1, BASE.format(t="tb1"), binlog(20))
+    assert c.route_row(S1).action == "unknown"
+
+
+def test_ddl_origins_survive_the_saved_state():
+    c = coord()
+    c.on_ddl(S1, "ALTER TABLE tb1 CHANGE a c INT", 1, binlog(100))
+    r = restore(snapshot(c), c.router, {T: TargetConfig("optimistic")})
+    assert snapshot(r) == snapshot(c)
+    assert r.resent(S1, "ALTER TABLE tb1 CHANGE a c INT", binlog(100))
+    assert not r.resent(S1, "ALTER TABLE tb1 CHANGE a c INT", binlog(101))
+
+
 # --- commands, state ------------------------------------------------------------------
 
 
