@@ -142,6 +142,12 @@ class JobCollector(Collector):
         )
         refused.add_metric([], totals.get("refused_ddl", 0))
         yield refused
+        resent = CounterMetricFamily(
+            "shardmerge_ddl_resent",
+            "DDL and TRUNCATE events taken already, sent again by the upstream: not run twice",
+        )
+        resent.add_metric([], totals.get("resent_ddl", 0))
+        yield resent
         conflicts = CounterMetricFamily(
             "shardmerge_conflicts", "times a target's lock entered conflict", labels=["target"]
         )

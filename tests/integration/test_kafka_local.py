@@ -12,9 +12,10 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 import streaming._jars
 from devkit.kafka_local import KafkaBroker, running
@@ -30,11 +31,22 @@ def test_lz4_messages_come_back_in_key_order(kafka: KafkaBroker, topic: Callable
         {"bootstrap.servers": kafka.bootstrap, "compression.type": "lz4", "linger.ms": 5}
     )
     sent: dict[bytes, list[bytes]] = defaultdict(list)
+    failed: list[str] = []
+    delivered = [0]
+
+    def report(err: Any, msg: Any) -> None:
+        if err is None:
+            delivered[0] += 1
+        else:
+            failed.append(f"{msg.value()!r}: {err}")
+
     for i in range(3000):
         key, value = f"k{i % 17}".encode(), f"v{i}".encode()
-        producer.produce(name, key=key, value=value)
+        producer.produce(name, key=key, value=value, on_delivery=report)
         sent[key].append(value)
     assert producer.flush(30) == 0
+    # flush() counts what is still queued; a failed delivery is only told to the callback
+    assert failed == [] and delivered[0] == 3000, (delivered[0], failed[:5])
 
     consumer = Consumer(
         {
@@ -44,7 +56,9 @@ def test_lz4_messages_come_back_in_key_order(kafka: KafkaBroker, topic: Callable
             "enable.auto.commit": False,
         }
     )
-    consumer.subscribe([name])
+    # Each partition read from its beginning, with no consumer group to coordinate (the
+    # broker's group coordinator is not what this test is about).
+    consumer.assign([TopicPartition(name, p, OFFSET_BEGINNING) for p in range(3)])
     got: dict[bytes, list[bytes]] = defaultdict(list)
     partitions_seen = set()
     # A bound on the wait, not a timing check: a new consumer group's first fetch can take
