@@ -96,16 +96,18 @@ class LockView:
 
 @dataclass
 class DDLOrigin:
-    """Where the latest DDL statement of one table came from upstream (a binlog file,
-    position and row, compared as a tuple), and the digests of the statements seen there
-    (a snapshot may give several statements one position)."""
+    """Where and when the latest DDL statement taken for one table happened upstream
+    (binlog file, position, row, commit time: see :meth:`Coordinator.resent`), and the
+    digests of the statements taken at that place (a snapshot gives several one place)."""
 
     origin: tuple[Any, ...]
     digests: list[str] = field(default_factory=list)
 
 
 def _origin(origin: Any) -> tuple[Any, ...]:
-    return tuple(origin) if isinstance(origin, list | tuple) else (origin,)
+    if not isinstance(origin, list | tuple) or len(origin) < 2:
+        raise ValueError(f"a DDL origin is (place..., time), not {origin!r}")
+    return tuple(origin)
 
 
 def _digest(sql: str) -> str:
@@ -205,26 +207,33 @@ class Coordinator:
         An at-least-once upstream (a connector restarted from an older offset) sends
         events again, DDLs included; taking a statement twice would run it on a shard
         that already has it (a rename or drop of a column that is gone) or truncate rows
-        written after it. ``origin`` is the statement's upstream coordinate (binlog file,
-        position, row; ``None`` when the format has none, and then nothing is ever called
-        a re-send): a statement of the same table at or before the latest one taken is a
-        re-send, except a different statement at the very same origin (a snapshot)."""
+        written after it. ``origin`` is the statement's upstream place and time, ``(binlog
+        file, position, row, commit time)``, or ``None`` when the format has no place (then
+        nothing is ever called a re-send). Against the latest statement taken for the same
+        table, it is a re-send when it is the same statement at the same place (a snapshot
+        gives different statements one place), or when its place is before and its time is
+        not after: a binlog that starts again from its first file (a new server after a
+        failover, ``RESET MASTER``) has places before but times after."""
         if origin is None:
             return False
         seen = self.ddl_origins.get(str(shard))
         if seen is None:
             return False
         here = _origin(origin)
-        return here < seen.origin or (here == seen.origin and _digest(sql) in seen.digests)
+        if here[:-1] == seen.origin[:-1]:
+            return _digest(sql) in seen.digests
+        return here[:-1] < seen.origin[:-1] and here[-1] <= seen.origin[-1]
 
     def _took_ddl(self, shard: ShardId, sql: str, origin: Any) -> None:
+        """The latest statement taken for this table (taken in upstream order: the caller
+        asked :meth:`resent` first)."""
         if origin is None:
             return
         here = _origin(origin)
         seen = self.ddl_origins.get(str(shard))
-        if seen is not None and seen.origin == here:
+        if seen is not None and seen.origin[:-1] == here[:-1]:
             seen.digests.append(_digest(sql))
-        elif seen is None or here > seen.origin:
+        else:
             self.ddl_origins[str(shard)] = DDLOrigin(here, [_digest(sql)])
 
     def on_ddl(

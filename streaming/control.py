@@ -58,13 +58,18 @@ def position_of(row: Any) -> list[Any]:
 
 
 def upstream_origin(row: Any) -> list[Any] | None:
-    """Where a control event came from in its upstream's own log: binlog file, position
-    and row (the Kafka offset left out: a re-sent event has a new one). ``None`` when the
-    format carries no binlog position (canal-json): such events are never recognised as
-    sent again."""
+    """Where and when a control event happened in its upstream's own log: binlog file,
+    position, row and commit time (the Kafka offset left out: a re-sent event has a new
+    one). ``None`` when the format carries no binlog position (canal-json): such events
+    are never recognised as sent again (``Coordinator.resent``)."""
     if not row["pos_file"] or row["pos"] is None or row["pos"] < 0:
         return None
-    return [row["pos_file"], row["pos"], row["pos_row"] if row["pos_row"] is not None else -1]
+    return [
+        row["pos_file"],
+        row["pos"],
+        row["pos_row"] if row["pos_row"] is not None else -1,
+        row["ts_ms"] or 0,
+    ]
 
 
 def okey_position(okey: Any) -> list[Any]:

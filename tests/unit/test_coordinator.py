@@ -271,8 +271,9 @@ def test_gh_ost_cut_over_turns_into_the_recorded_ddl_on_the_real_table():
 # --- an at-least-once upstream ------------------------------------------------------
 
 
-def binlog(pos: int) -> list[object]:
-    return ["mysql-bin.000007", pos, -1]
+def binlog(pos: int, file: str = "mysql-bin.000007", at: int | None = None) -> list[object]:
+    """(file, position, row, commit time ms); by default the time grows with the position."""
+    return [file, pos, -1, 1_700_000_000_000 + pos * 1000 if at is None else at]
 
 
 def test_a_ddl_sent_again_is_recognised_by_its_origin_and_a_newer_one_is_not():
@@ -293,7 +294,21 @@ def test_a_ddl_sent_again_is_recognised_by_its_origin_and_a_newer_one_is_not():
     # without an origin nothing is ever called a re-send
     assert not c.resent(S1, rename, None)
     # the next binlog file is later than any position of the one before
-    assert not c.resent(S1, rename, ["mysql-bin.000008", 4, -1])
+    assert not c.resent(S1, rename, binlog(4, "mysql-bin.000008", at=binlog(101)[3]))
+
+
+def test_a_binlog_started_again_after_a_failover_is_not_taken_for_a_resend():
+    c = coord()
+    c.on_ddl(S1, "ALTER TABLE tb1 ADD COLUMN d INT", 1, binlog(9000, "mysql-bin.000042"))
+    # a new server's binlog begins at its first file again, later in time
+    later = binlog(500, "mysql-bin.000001", at=binlog(9000)[3] + 60_000)
+    assert not c.resent(S1, "ALTER TABLE tb1 CHANGE a c INT", later)
+    c.on_ddl(S1, "ALTER TABLE tb1 CHANGE a c INT", 2, later)
+    # and that statement, sent again, is known from then on
+    assert c.resent(S1, "ALTER TABLE tb1 CHANGE a c INT", later)
+    assert c.resent(
+        S1, "ALTER TABLE tb1 ADD COLUMN e INT", binlog(400, "mysql-bin.000001", at=later[3])
+    )
 
 
 def test_a_resent_truncate_is_recognised_after_the_rows_written_since():
