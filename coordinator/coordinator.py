@@ -110,6 +110,10 @@ def _origin(origin: Any) -> tuple[Any, ...]:
     return tuple(origin)
 
 
+def _origin_key(shard: ShardId, channel: str) -> str:
+    return f"{shard} via {channel}" if channel else str(shard)
+
+
 def _digest(sql: str) -> str:
     return hashlib.sha256(sql.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
@@ -201,7 +205,7 @@ class Coordinator:
         self._create(shard, schema, ddl, out)
         return out
 
-    def resent(self, shard: ShardId, sql: str, origin: Any) -> bool:
+    def resent(self, shard: ShardId, sql: str, origin: Any, channel: str = "") -> bool:
         """Is this DDL event one the coordinator already took, sent again?
 
         An at-least-once upstream (a connector restarted from an older offset) sends
@@ -213,10 +217,15 @@ class Coordinator:
         table, it is a re-send when it is the same statement at the same place (a snapshot
         gives different statements one place), or when its place is before and its time is
         not after: a binlog that starts again from its first file (a new server after a
-        failover, ``RESET MASTER``) has places before but times after."""
+        failover, ``RESET MASTER``) has places before but times after.
+
+        ``channel`` names the ordered stream the event came on (a Kafka topic-partition):
+        statements are compared only within one, because two streams (a schema-change
+        topic, a table topic carrying TRUNCATE) may deliver one table's statements out of
+        order, while a re-send comes again on its own stream."""
         if origin is None:
             return False
-        seen = self.ddl_origins.get(str(shard))
+        seen = self.ddl_origins.get(_origin_key(shard, channel))
         if seen is None:
             return False
         here = _origin(origin)
@@ -224,26 +233,32 @@ class Coordinator:
             return _digest(sql) in seen.digests
         return here[:-1] < seen.origin[:-1] and here[-1] <= seen.origin[-1]
 
-    def _took_ddl(self, shard: ShardId, sql: str, origin: Any) -> None:
+    def _took_ddl(self, shard: ShardId, sql: str, origin: Any, channel: str) -> None:
         """The latest statement taken for this table (taken in upstream order: the caller
         asked :meth:`resent` first)."""
         if origin is None:
             return
         here = _origin(origin)
-        seen = self.ddl_origins.get(str(shard))
+        key = _origin_key(shard, channel)
+        seen = self.ddl_origins.get(key)
         if seen is not None and seen.origin[:-1] == here[:-1]:
             seen.digests.append(_digest(sql))
         else:
-            self.ddl_origins[str(shard)] = DDLOrigin(here, [_digest(sql)])
+            self.ddl_origins[key] = DDLOrigin(here, [_digest(sql)])
 
     def on_ddl(
-        self, shard: ShardId, sql: str, position: Position, origin: Any = None
+        self,
+        shard: ShardId,
+        sql: str,
+        position: Position,
+        origin: Any = None,
+        channel: str = "",
     ) -> list[Decision]:
         """A DDL statement from the binlog of ``shard``'s source and database.
 
-        ``origin`` (optional) is its upstream coordinate; see :meth:`resent`, which the
-        caller asks first: this method takes the statement either way."""
-        self._took_ddl(shard, sql, origin)
+        ``origin`` and ``channel`` (optional) say where it came from; see :meth:`resent`,
+        which the caller asks first: this method takes the statement either way."""
+        self._took_ddl(shard, sql, origin, channel)
         out: list[Decision] = []
         try:
             changes = parse_ddl(sql)

@@ -282,11 +282,10 @@ class _Batch(WriteStep):
         """One control event through the coordinator; its decisions to the executor."""
         shard = ShardId(r["source"], r["db"], r["tbl"])
         position = position_of(r)
-        # A statement that creates, renames or drops tables changes which rows are whose:
-        # the rows of the tables it names up to it keep the plan from before it.
         sql = control_sql(r)
         origin = upstream_origin(r)
-        if self.c.resent(shard, sql, origin):
+        channel = f"{r['topic']}[{r['partition']}]"
+        if self.c.resent(shard, sql, origin, channel):
             # The rows sent again with it are older than its shard's last DDL: they are
             # written under the plan of their own position, like any late row.
             log.warning(
@@ -295,10 +294,12 @@ class _Batch(WriteStep):
             )  # fmt: skip
             self.stats.resent_ddl += 1
             return
+        # A statement that creates, renames or drops tables changes which rows are whose:
+        # the rows of the tables it names up to it keep the plan from before it.
         cut = table_level(r)
         segs = planner.cut(touched(r, list(self.c.where)), position) if cut else []
         try:
-            decisions = self.c.on_ddl(shard, sql, position, origin)
+            decisions = self.c.on_ddl(shard, sql, position, origin, channel)
         except UnknownShardError as e:
             self.dead.append((r["topic"], r["partition"], r["offset"], str(e)))
             planner.close(segs, [])

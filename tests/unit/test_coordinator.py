@@ -318,6 +318,17 @@ def test_a_resent_truncate_is_recognised_after_the_rows_written_since():
     assert c.resent(S1, "TRUNCATE TABLE tb1", binlog(300))
 
 
+def test_statements_of_two_streams_are_compared_only_within_each():
+    # A TRUNCATE on the table's own topic was read before an earlier ALTER on the
+    # schema-change topic: the ALTER is new; each stream knows its own re-sends.
+    c = coord(extract=Extract(table_column="tbl"))
+    c.on_ddl(S1, "TRUNCATE TABLE tb1", 1, binlog(500), "s1.db1.tb1[0]")
+    assert not c.resent(S1, "ALTER TABLE tb1 ADD COLUMN d INT", binlog(400), "s1[0]")
+    c.on_ddl(S1, "ALTER TABLE tb1 ADD COLUMN d INT", 2, binlog(400), "s1[0]")
+    assert c.resent(S1, "ALTER TABLE tb1 ADD COLUMN d INT", binlog(400), "s1[0]")
+    assert c.resent(S1, "TRUNCATE TABLE tb1", binlog(500), "s1.db1.tb1[0]")
+
+
 def test_a_dropped_table_remembers_its_ddl_origin_so_a_resent_create_is_not_a_new_table():
     c = coord()
     c.on_ddl(S1, "DROP TABLE tb1", 1, binlog(10))
