@@ -289,7 +289,10 @@ def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstrea
     written = samples[("shardmerge_rows_total", (("action", "written"),))]
     replayed = samples[("shardmerge_rows_total", (("action", "replayed"),))]
     assert rows == up.next_id == written + replayed
-    assert samples[("shardmerge_rows_total", (("action", "held"),))] == replayed == 4 + 4 + 3
+    # Everything held came back. At least the rows of the held shards (4 + 4 + 3); one
+    # more when a row was read before its shard's ALTER (the topics are read side by side)
+    # and waited for it in the stash.
+    assert samples[("shardmerge_rows_total", (("action", "held"),))] == replayed >= 4 + 4 + 3
     # what Delta reports the MERGEs did adds up to the table's rows
     changed = {
         dict(k[1])["action"]: v for k, v in samples.items()
