@@ -359,8 +359,7 @@ def case_resend(broker: Broker, spark: Any, base: Path, size: Size) -> CaseRepor
     r.exit_codes.append(work.run())
     resent = work.log.read_text(errors="replace").count(": not run twice: ")
     r.state = (
-        f"{again} records sent again after a full run; {resent} DDL events recognised as "
-        "sent again"
+        f"{again} records sent again after a full run; {resent} DDL events recognised as sent again"
     )
     return finish(spark, work, oracle, r)
 
