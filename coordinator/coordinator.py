@@ -142,8 +142,8 @@ class Coordinator:
         self.ghosts: dict[ShardId, Ghost] = {}
         # Routed tables whose rows came before their CREATE TABLE (another topic): held.
         self.unregistered: dict[ShardId, Position] = {}
-        # Per table a DDL event named (kept after a DROP or RENAME): the upstream origin of
-        # its latest statement, and the digests of the statements seen at that origin.
+        # Per table named by a DDL event, and the stream it came on (kept after a DROP or
+        # RENAME): where its latest statement came from upstream (see resent()).
         self.ddl_origins: dict[str, DDLOrigin] = {}
 
     # --- queries -----------------------------------------------------------------------
