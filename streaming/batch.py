@@ -289,8 +289,8 @@ class _Batch(WriteStep):
             # The rows sent again with it are older than its shard's last DDL: they are
             # written under the plan of their own position, like any late row.
             log.warning(
-                "batch %s: %s taken already at %s, sent again (%s[%s]@%s): not run twice: %s",
-                self.batch, shard, origin, r["topic"], r["partition"], r["offset"], sql,
+                "batch %s: %s taken already at %s, sent again (%s@%s): not run twice: %s",
+                self.batch, shard, origin, channel, r["offset"], sql,
             )  # fmt: skip
             self.stats.resent_ddl += 1
             return

@@ -62,14 +62,8 @@ def upstream_origin(row: Any) -> list[Any] | None:
     position, row and commit time (the Kafka offset left out: a re-sent event has a new
     one). ``None`` when the format carries no binlog position (canal-json): such events
     are never recognised as sent again (``Coordinator.resent``)."""
-    if not row["pos_file"] or row["pos"] is None or row["pos"] < 0:
-        return None
-    return [
-        row["pos_file"],
-        row["pos"],
-        row["pos_row"] if row["pos_row"] is not None else -1,
-        row["ts_ms"] or 0,
-    ]
+    file, pos, pos_row, ts_ms, _offset = position_of(row)
+    return [file, pos, pos_row, ts_ms] if file and pos >= 0 else None
 
 
 def okey_position(okey: Any) -> list[Any]:
