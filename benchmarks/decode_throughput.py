@@ -37,6 +37,7 @@ from devkit.kafka_local import running
 from devkit.producer import DebeziumProducer, send_workload
 from devkit.workload import sharded_workload
 from streaming.decode import decode
+from streaming.job import kafka_source_options
 from streaming.spark_session import build_spark
 
 
@@ -91,6 +92,7 @@ def run_mode(
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribePattern", f"{source}(\\..*)?")
         .option("startingOffsets", "earliest")
+        .options(**kafka_source_options())
         .load()
     )
     read_s = _timed(lambda: _noop(raw.select("key", "value", "topic", "partition", "offset")))

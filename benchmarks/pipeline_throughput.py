@@ -37,6 +37,7 @@ from streaming.config import (
     SourceSettings,
     TargetSettings,
 )
+from streaming.job import kafka_source_options
 
 ROLLOUT = {
     0.3: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)",
@@ -96,7 +97,7 @@ def read_all(spark: Any, bootstrap: str, source: str) -> Any:
     return (
         spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
         .option("subscribePattern", source + r"(\..*)?").option("startingOffsets", "earliest")
-        .load()
+        .options(**kafka_source_options()).load()
     )  # fmt: skip
 
 

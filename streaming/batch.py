@@ -101,10 +101,12 @@ class Stats:
     ddl: int = 0
     # DDL events taken already, sent again by an at-least-once upstream: not run twice.
     resent_ddl: int = 0
-    # Wall time of the batch; of steps 1-5 (the driver decides, DDL runs); and of the
-    # driver's analysis and planning of the MERGE sources (it must not grow with shards or
-    # control events: the row plan is data, not expressions).
+    # Wall time of the batch; of steps 1-4 (restore, commands, the Kafka read and decode,
+    # the control events and per-shard facts collected); of step 5 (the driver decides,
+    # DDL runs); and of the driver's analysis and planning of the MERGE sources (it must
+    # not grow with shards or control events: the row plan is data, not expressions).
     seconds: float = 0.0
+    decode_seconds: float = 0.0
     decide_seconds: float = 0.0
     plan_seconds: float = 0.0
     # What Delta reports the batch did to each target table: rows inserted, updated and
@@ -163,6 +165,8 @@ class _Batch(WriteStep):
         except ConflictError as e:
             self.p.store.save_failure(self.state_json({"error": str(e)}))
             raise
+        finally:
+            self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
 
     def state_json(self, extra: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -173,6 +177,11 @@ class _Batch(WriteStep):
             **extra,
         }
 
+    def step(self, name: str) -> None:
+        """Tag the Spark jobs that follow with the batch and protocol step, so that Spark's
+        UI and event log attribute every job of a batch to the step that ran it."""
+        self.spark.sparkContext.setJobDescription(f"shardmerge batch {self.batch}: {name}")
+
     def next_version(self) -> int:
         self.slot += 1
         return self.batch * SLOTS_PER_BATCH + self.slot
@@ -180,6 +189,7 @@ class _Batch(WriteStep):
     def _run(self, started: float) -> None:
         obs = self.p.observer
         obs.begin(self.batch)
+        self.step("restore")
         # 1. restore
         self.c, applied = self.p.restore(self.batch)
         obs.lap("restore")
@@ -195,6 +205,7 @@ class _Batch(WriteStep):
                 log.error("operator command %r failed: %s", cmd["words"], e)
             applied.add(cmd["id"])
         obs.lap("commands")
+        self.step("read and decode")
         # 3. decode: the batch is read from Kafka and parsed once (the parse is persisted
         # until the events are cached). Spark's Kafka source gives one task per
         # topic-partition, and Debezium writes a topic per shard table: every Spark job of
@@ -212,6 +223,9 @@ class _Batch(WriteStep):
             rows = events.filter(f"NOT ({CONTROL})")
             shards, prints = first_rows(rows)
             obs.lap("decode")
+            self.stats.decode_seconds = round(time.monotonic() - started, 3)
+            decide_start = time.monotonic()
+            self.step("decide")
             # 5. decide
             planner = Planner(self.c)
             for j, r in enumerate(controls):
@@ -226,8 +240,9 @@ class _Batch(WriteStep):
                 crash_point("after_ddl")
             self.decided(planner, shards, prints)
             self.stats.ddl = len(controls)
-            self.stats.decide_seconds = round(time.monotonic() - started, 3)
+            self.stats.decide_seconds = round(time.monotonic() - decide_start, 3)
             obs.lap("decide")
+            self.step("write")
             # 6. write
             self.write(rows, planner)
             self.stats.events += len(controls)
@@ -235,6 +250,7 @@ class _Batch(WriteStep):
             events.unpersist()
             self.unpersist_parsed()
         obs.lap("write")
+        self.step("persist")
         # 7. persist
         self.stats.seconds = round(time.monotonic() - started, 3)
         crash_point("before_state")

@@ -20,10 +20,19 @@ tests, ``shardmerge run`` without a cluster. Why its settings:
 - UTC session time zone, so timestamps from MySQL/Debezium mean the same everywhere.
 - ``spark.sql.variable.substitute=false`` (:data:`streaming.quoting.SESSION_CONF`): Spark
   would otherwise rewrite ``${...}`` inside quoted column names before parsing.
+- ``spark.kafka.consumer.cache.capacity`` (:data:`KAFKA_POOL_CONF`): Spark's pool of Kafka
+  consumers holds 64 by default, and a job reads a topic-partition per shard table: past
+  64, every borrow closes idle consumers on the task thread, each close waiting
+  ``fetch.max.wait.ms``, so a batch paid about half a second per topic-partition. The pool
+  is a soft limit (consumers are made on demand and idle ones expire after
+  ``spark.kafka.consumer.cache.timeout``), so a high one costs nothing unused. It is read
+  when the executor JVM starts: under spark-submit it must be given there
+  (docs/cluster.md); the job only warns when it is missing.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -34,11 +43,17 @@ from pyspark.sql import SparkSession
 from streaming._jars import jars
 from streaming.quoting import SESSION_CONF
 
-__all__ = ["build_spark", "session_for_job", "submitted"]
+__all__ = ["KAFKA_POOL_CONF", "build_spark", "session_for_job", "submitted"]
+
+log = logging.getLogger("shardmerge.session")
 
 _LOG4J2 = "log4j2-spark.properties"
 _DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 _DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+# One pooled consumer per topic-partition read, up to this many (see the module docstring).
+KAFKA_POOL_CONF = {"spark.kafka.consumer.cache.capacity": "16384"}
+_POOL_KEY = "spark.kafka.consumer.cache.capacity"
 
 
 def submitted() -> bool:
@@ -55,6 +70,13 @@ def session_for_job(app_name: str = "shardmerge") -> SparkSession:
         return build_spark(app_name)
     SparkContext._ensure_initialized()  # connects to the submitter's JVM
     given = SparkConf()  # what the submitter set: --conf, spark-defaults.conf
+    if not given.contains(_POOL_KEY):
+        log.warning(
+            "%s is not set: Spark pools 64 Kafka consumers, and a job reading more "
+            "topic-partitions (one per shard table) closes and reopens consumers every batch "
+            "(about 0.5 s each); pass --conf %s=%s to spark-submit (docs/cluster.md)",
+            _POOL_KEY, _POOL_KEY, KAFKA_POOL_CONF[_POOL_KEY],
+        )  # fmt: skip
     builder = SparkSession.builder
     extensions = [e for e in given.get("spark.sql.extensions", "").split(",") if e]
     if _DELTA_EXTENSION not in extensions:
@@ -111,6 +133,7 @@ def build_spark(
         # SQL text is written by streaming.quoting, which needs these (e.g. no ${...}
         # substitution inside quoted names).
         **SESSION_CONF,
+        **KAFKA_POOL_CONF,
         **(extra_conf or {}),
     }
     builder = SparkSession.builder.appName(app_name).master(master)

@@ -30,6 +30,7 @@ from schemas.events import DeadLetter
 from streaming.contract import DEAD_LETTER_SCHEMA, EVENT_SCHEMA
 from streaming.deadletter import count, write_dead_letters
 from streaming.decode import decode
+from streaming.job import kafka_source_options
 from tests.oracle.decode_py import decode_record
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.timeout(300)]
@@ -299,6 +300,7 @@ def _read(spark: SparkSession, produced: Produced, fmt: str) -> DataFrame:
         .option("kafka.bootstrap.servers", produced.bootstrap)
         .option("subscribe", ",".join(produced.topics_of(fmt)))
         .option("startingOffsets", "earliest")
+        .options(**kafka_source_options())
         .load()
     )
 
@@ -453,6 +455,7 @@ def test_stream_available_now_decodes_every_batch(
         .option("kafka.bootstrap.servers", produced.bootstrap)
         .option("subscribe", ",".join(produced.topics_of(fmt)))
         .option("startingOffsets", "earliest")
+        .options(**kafka_source_options())
         .option("maxOffsetsPerTrigger", 4)
         .load()
         .writeStream.trigger(availableNow=True)

@@ -13,6 +13,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from devkit.kafka_local import KafkaBroker
+from streaming.job import kafka_source_options
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -42,6 +43,7 @@ def _kafka_reader(reader, bootstrap: str, topic: str):  # type: ignore[no-untype
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
+        .options(**kafka_source_options())
     )
 
 
