@@ -312,7 +312,15 @@ class TableSchema:
         return dataclasses.replace(self, columns=tuple(columns))
 
     def renamed(self, name: str) -> TableSchema:
-        return dataclasses.replace(self, name=name)
+        if name == self.name:
+            return self
+        # Only the name differs: the twin shares the column lookup and the cached hash,
+        # neither of which depends on the name (the coordinator names a schema after each
+        # of thousands of shards; dataclasses.replace would rebuild both every time).
+        twin = object.__new__(TableSchema)
+        twin.__dict__.update(self.__dict__)
+        twin.__dict__["name"] = name
+        return twin
 
     def to_sql(self, name: str | None = None) -> str:
         """A ``CREATE TABLE`` statement that parses back to an equal schema."""

@@ -8,6 +8,7 @@ on release, exactly as the streaming job does with its durable stash.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -126,7 +127,9 @@ class MemoryEngine:
 
     def check_roundtrip(self) -> None:
         state = snapshot(self.coordinator)
-        again = restore(state, self.router, {TargetId.parse(self.scenario.target): self.config})
+        text = json.dumps(state)  # as the streaming job saves it: JSON values only
+        configs = {TargetId.parse(self.scenario.target): self.config}
+        again = restore(json.loads(text), self.router, configs)
         if snapshot(again) != state:
             raise AssertionError("coordinator state changed through a JSON round trip")
         self.coordinator = again
