@@ -30,6 +30,7 @@ expressions. What is worked around, and why:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -84,7 +85,15 @@ _PAIR_ALIASES = {
 
 
 def tokenize(sql: str) -> list[Token]:
-    """MySQL tokens of ``sql`` without a trailing ``;``; DDLError when it does not lex."""
+    """MySQL tokens of ``sql`` without a trailing ``;``; DDLError when it does not lex.
+
+    One text is looked at several times (is it a RENAME, an index statement, an ALTER?):
+    the tokens of the last few texts are kept, and never changed by their readers."""
+    return list(_tokens(sql))
+
+
+@functools.lru_cache(maxsize=64)
+def _tokens(sql: str) -> tuple[Token, ...]:
     try:
         tokens = _Tokenizer().tokenize(sql)
     except TokenError as exc:
@@ -93,7 +102,7 @@ def tokenize(sql: str) -> list[Token]:
         tokens.pop()
     if any(t.token_type == TokenType.SEMICOLON for t in tokens):
         raise DDLError(sql, "expected one statement, got several")
-    return tokens
+    return tuple(tokens)
 
 
 def _word(token: Token) -> str:

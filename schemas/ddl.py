@@ -13,7 +13,10 @@ them after their first column only once it sees the table, and so does ``apply``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
+from collections import OrderedDict
+from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
@@ -96,7 +99,16 @@ class _Fail(Exception):
 
 
 def parse_ddl(sql: str) -> tuple[SchemaChange, ...]:
-    """One MySQL DDL statement as typed changes; DDLError when it cannot be handled."""
+    """One MySQL DDL statement as typed changes; DDLError when it cannot be handled.
+
+    A statement is parsed once: the engine asks what a control event does (which tables
+    it names) before the coordinator takes it, and the changes are frozen values, so the
+    last few thousand statements that parse are kept with what they read as."""
+    return _parsed(sql)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(sql: str) -> tuple[SchemaChange, ...]:
     try:
         return _parse(sql)
     except DDLError:
@@ -254,40 +266,38 @@ def _drop(tree: exp.Drop) -> tuple[SchemaChange, ...]:
 # --- ALTER TABLE -----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Spec:
+    """What one ALTER TABLE specification reads as, whatever table it is run on."""
+
+    specs: tuple[AlterSpec, ...]
+    ignored: tuple[str, ...]
+    renamed_to: tuple[TableName, ...]  # RENAME TO: the table's new names
+
+
+# A rollout runs the same specification on every shard, each under its own table name:
+# what a specification text reads as is kept (the last few thousand), so that a statement
+# seen on one shard costs the next shard only the split of its head from its specs.
+# Only what parses is kept: an error is found again, and names the statement it is in.
+_SPECS: OrderedDict[str, _Spec] = OrderedDict()
+_SPECS_KEPT = 4096
+
+
 def _alter(sql: str, head: compat.AlterHead, specs: list[str]) -> tuple[SchemaChange, ...]:
     out: list[AlterSpec] = []
     ignored: list[str] = []
     renames: list[RenameTable] = []
-    for spec in specs:
-        convert = compat.convert_charset(sql, spec)
-        if convert is not None:
-            out.append(TableOptions(charset_name(convert[0]), _collation(convert[1]), True))
-            continue
-        plan = plans.alter_plan(sql, spec)
-        ignored.extend(plan.notes.ignored)
-        out.extend(ForeignKeyIndex(n, cols) for n, cols in plan.notes.foreign_keys)
-        if plan.kind == "ignore":
-            continue
-        if plan.kind == "drop_constraint":
-            out.append(DropConstraint(plan.text, if_exists=plan.guard))
-            continue
-        if plan.kind == "options":
-            if plan.text:
-                tree = sqlglot.parse_one(f"{head.sql} {plan.text}", read="mysql")
-                options = _table_options(list(tree.args.get("options") or []))
-                out.extend([options] if options is not None else [])
-            continue
-        tree = sqlglot.parse_one(f"{head.sql} {compat.fix_type_aliases(plan.text)}", read="mysql")
-        if not isinstance(tree, exp.Alter):
-            raise _Fail(f"unsupported ALTER TABLE specification {spec!r}")
-        for action in tree.args.get("actions") or []:
-            if isinstance(action, exp.AlterRename):
-                renames.append(RenameTable(head.table, _table(action.this)))
-            else:
-                out.extend(_guarded(s, plan.guard) for s in _action(action, spec, plan.notes))
-        options = _table_options(list(tree.args.get("options") or []))
-        if options is not None:
-            out.append(options)
+    for text in specs:
+        spec = _SPECS.get(text)
+        if spec is None:
+            spec = _SPECS[text] = _alter_spec(sql, head, text)
+            if len(_SPECS) > _SPECS_KEPT:
+                _SPECS.popitem(last=False)
+        else:
+            _SPECS.move_to_end(text)
+        out.extend(spec.specs)
+        ignored.extend(spec.ignored)
+        renames.extend(RenameTable(head.table, new) for new in spec.renamed_to)
     if head.ignore and any(
         isinstance(s, AddPrimaryKey) or (isinstance(s, AddIndex) and s.index.kind == "UNIQUE")
         for s in out
@@ -300,6 +310,42 @@ def _alter(sql: str, head: compat.AlterHead, specs: list[str]) -> tuple[SchemaCh
     if out or ignored or not renames:
         changes.append(AlterTable(head.table, tuple(out), ignored=tuple(ignored)))
     return (*changes, *renames)
+
+
+def _alter_spec(sql: str, head: compat.AlterHead, spec: str) -> _Spec:
+    """One specification of the ALTER TABLE statement ``sql`` (named in errors)."""
+    out: list[AlterSpec] = []
+    convert = compat.convert_charset(sql, spec)
+    if convert is not None:
+        converted = TableOptions(charset_name(convert[0]), _collation(convert[1]), True)
+        return _Spec((converted,), (), ())
+    plan = plans.alter_plan(sql, spec)
+    ignored = tuple(plan.notes.ignored)
+    out.extend(ForeignKeyIndex(n, cols) for n, cols in plan.notes.foreign_keys)
+    if plan.kind == "ignore":
+        return _Spec(tuple(out), ignored, ())
+    if plan.kind == "drop_constraint":
+        out.append(DropConstraint(plan.text, if_exists=plan.guard))
+        return _Spec(tuple(out), ignored, ())
+    if plan.kind == "options":
+        if plan.text:
+            tree = sqlglot.parse_one(f"{head.sql} {plan.text}", read="mysql")
+            options = _table_options(list(tree.args.get("options") or []))
+            out.extend([options] if options is not None else [])
+        return _Spec(tuple(out), ignored, ())
+    tree = sqlglot.parse_one(f"{head.sql} {compat.fix_type_aliases(plan.text)}", read="mysql")
+    if not isinstance(tree, exp.Alter):
+        raise _Fail(f"unsupported ALTER TABLE specification {spec!r}")
+    renamed_to: list[TableName] = []
+    for action in tree.args.get("actions") or []:
+        if isinstance(action, exp.AlterRename):
+            renamed_to.append(_table(action.this))
+        else:
+            out.extend(_guarded(s, plan.guard) for s in _action(action, spec, plan.notes))
+    options = _table_options(list(tree.args.get("options") or []))
+    if options is not None:
+        out.append(options)
+    return _Spec(tuple(out), ignored, tuple(renamed_to))
 
 
 def _guarded(spec: AlterSpec, guard: bool) -> AlterSpec:

@@ -475,6 +475,25 @@ def test_invalid_statements_are_schema_and_ddl_errors() -> None:
     rejected("CREATE TABLE t (a INT, KEY k (nope))", "nope")
 
 
+def test_a_rollout_statement_reads_the_same_on_every_table() -> None:
+    # Each shard runs the same specifications under its own table name: what they read as
+    # is kept from the first shard, and what belongs to the head is each statement's own.
+    specs = "CHANGE a z INT, ADD COLUMN c INT AFTER z, RENAME TO {new}"
+    first = parse_ddl("ALTER TABLE t_1 " + specs.format(new="u_1"))
+    again = parse_ddl("ALTER TABLE `db`.`t_2` " + specs.format(new="u_1"))
+    assert isinstance(first[0], AlterTable) and isinstance(again[0], AlterTable)
+    assert again[0].specs == first[0].specs and again[0].table == TableName("t_2", "db")
+    assert again[1] == RenameTable(TableName("t_2", "db"), TableName("u_1"))
+    case("ALTER TABLE t ADD UNIQUE KEY (a)", alter(AddIndex(Index("", ("a",), "UNIQUE"))))
+    rejected("ALTER IGNORE TABLE t2 ADD UNIQUE KEY (a)", "duplicate rows")
+    # A statement is parsed once; an error is found again and names its own statement.
+    assert parse_ddl("ALTER TABLE t_1 ADD COLUMN c INT") is parse_ddl(
+        "ALTER TABLE t_1 ADD COLUMN c INT"
+    )
+    rejected("ALTER TABLE t_1 ADD COLUMN a FLOAT UNSIGNED")
+    rejected("ALTER TABLE t_2 ADD COLUMN a FLOAT UNSIGNED")
+
+
 def test_parse_create_table_needs_a_column_list() -> None:
     for sql in ("CREATE TABLE t LIKE s", "ALTER TABLE t ADD a INT", "DROP TABLE t"):
         with pytest.raises(DDLError, match="CREATE TABLE"):
