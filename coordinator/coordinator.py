@@ -487,7 +487,7 @@ class Coordinator:
     def _lock_ddl(self, st: ShardState, ddl: PendingDDL, out: list[Decision]) -> None:
         t = self.targets[self.where[st.shard]]
         if st.held:
-            st.pending.append(ddl)  # processed in order when the shard is released
+            st.pending = [*st.pending, ddl]  # processed in order when the shard is released
             return
         awaited = st.awaiting is not None
         st.awaiting = None

@@ -71,7 +71,7 @@ class LockRules:
     def release(self, t: Target, st: ShardState, out: list[Decision]) -> None:
         """The shard's blocking DDL is done with: replay its held events and process the
         DDLs that arrived while it was held, in order, holding it again if one blocks."""
-        st.pending.pop(0)
+        st.pending = st.pending[1:]
         st.post = None
         st.conflict = None
         self.drain(t, st, out)
@@ -83,7 +83,7 @@ class LockRules:
             t.release_rows(st, nxt.position, out)
             self.on_ddl(t, st, nxt, out)
             if st.held:
-                st.pending.extend(rest)
+                st.pending = [*st.pending, *rest]
                 return
         t.release_rows(st, None, out)
 
@@ -139,9 +139,8 @@ class LockRules:
     ) -> None:
         """Replace the pending DDL with other statements, processed in its place."""
         self.forget(t, st)
-        st.pending.pop(0)
+        st.pending = [*ddls, *st.pending[1:]]
         st.post = None
         st.conflict = None
-        st.pending[:0] = ddls
         self.drain(t, st, out)
         self.settle(t, out)

@@ -9,13 +9,15 @@ when (1) the finals join, (2) the join is incomparable with every held shard's `
 does not exist because Y already made X's change counts as ``final_Y``.
 
 Termination is incremental in the sense that matters at thousands of shards: every check
-runs over *distinct* schemas (shards share a handful of shapes), so the cost is one hashing
-pass over the shards plus lattice operations on the shapes, not shards squared.
+runs over *distinct* schemas (shards share a handful of shapes), which the target's index
+(:mod:`coordinator.index`) keeps as shards change, so an event costs lattice operations on
+the shapes, not a pass over the shards.
 """
 
 from __future__ import annotations
 
 from coordinator.decisions import Decision
+from coordinator.index import PostShape
 from coordinator.locks import LockRules
 from coordinator.target import PendingDDL, ShardState, Target
 from schemas.changes import AlterSpec, AlterTable
@@ -110,30 +112,30 @@ class OptimisticRules(LockRules):
         t.run_downstream(specs, _applied(t.applied, specs, joined), reason, out)
 
     def settle(self, t: Target, out: list[Decision]) -> None:
-        posts = [s for s in t.held_shards() if s.post is not None]
         # Contradictions are recomputed from scratch (a skipped or dropped shard may have
-        # been one side of one), once per pair of distinct (prev, post) shapes.
-        groups: dict[tuple[TableSchema, TableSchema | None], list[ShardState]] = {}
-        for s in posts:
-            s.conflict = None
-            groups.setdefault((s.schema, s.post), []).append(s)
-        shapes = list(groups.values())
-        for i, xs in enumerate(shapes):
-            for ys in shapes[i + 1 :]:
-                reason = contradiction(xs[0], ys[0])
+        # been one side of one), once per pair of distinct (prev, post) shapes: every shard
+        # of a shape gets the first reason its shape meets, set only where it differs.
+        groups = t.index.post_groups()
+        reasons: dict[PostShape, str | None] = dict.fromkeys(shape for shape, _ in groups)
+        for i, (xshape, x) in enumerate(groups):
+            for yshape, y in groups[i + 1 :]:
+                reason = contradiction(x, y)
                 if reason:
-                    for s in xs + ys:
-                        s.conflict = s.conflict or reason
-        if not posts or any(s.conflict for s in t.shards.values()):
+                    reasons[xshape] = reasons[xshape] or reason
+                    reasons[yshape] = reasons[yshape] or reason
+        for shape, why in reasons.items():
+            if not t.index.post_conflicts_are(shape, why):
+                for s in t.index.post_shards(shape):
+                    s.conflict = why
+        if not groups or t.index.conflicts:
             return
-        joined = terminated(t, posts)
+        joined = terminated(t)
         if joined is not None:
-            self.resolve(t, posts, joined, out)
+            self.resolve(t, joined, out)
 
-    def resolve(
-        self, t: Target, posts: list[ShardState], joined: TableSchema, out: list[Decision]
-    ) -> None:
+    def resolve(self, t: Target, joined: TableSchema, out: list[Decision]) -> None:
         """All three conditions hold: run the conflict DDL downstream once, replay."""
+        posts = [s for s in t.held_shards() if s.post is not None]
         first = posts[0]
         change = first.pending[0].change
         assert isinstance(change, AlterTable) and t.applied is not None
@@ -169,14 +171,14 @@ def _applied(base: TableSchema, specs: tuple[AlterSpec, ...], fallback: TableSch
         return fallback
 
 
-def terminated(t: Target, posts: list[ShardState]) -> TableSchema | None:
+def terminated(t: Target) -> TableSchema | None:
     """The joined schema when the three termination conditions hold, else None."""
-    finals = list(dict.fromkeys(s.final for s in t.shards.values() if s.admitted))
+    finals = t.finals()
     try:
         joined = join_all(finals)
     except Incompatible:
         return None  # condition 1
-    pairs = {(s.schema, s.post) for s in posts}
+    pairs = [shape for shape, _ in t.index.post_groups()]
     for prev in {p for p, _ in pairs}:
         try:
             compare(joined, prev)
@@ -184,7 +186,6 @@ def terminated(t: Target, posts: list[ShardState]) -> TableSchema | None:
         except Incompatible:
             pass
     for prev, post in pairs:
-        assert post is not None
         for final in finals:
             try:
                 larger = join(prev, final)

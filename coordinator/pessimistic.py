@@ -125,10 +125,14 @@ class PessimisticRules(LockRules):
         self._finish(t, peers, out)
 
     def settle(self, t: Target, out: list[Decision]) -> None:
-        if t.expected is None or any(s.conflict for s in t.shards.values()):
+        if t.expected is None or t.index.conflicts:
             return
-        admitted = [s for s in t.shards.values() if s.admitted]
-        if any(s.shard not in t.ready for s in admitted):
+        # Fewer ready shards than admitted ones: some admitted shard is not ready (the
+        # common case, decided without a pass over the shards).
+        if len(t.ready) < t.index.admitted:
+            return
+        ready = set(t.ready)
+        if any(s.shard not in ready for s in t.shards.values() if s.admitted):
             return
         ddl = t.expected
         assert isinstance(ddl.change, AlterTable) and t.applied is not None

@@ -10,11 +10,13 @@ and running DDL downstream happen one way only.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from coordinator.decisions import ApplyDDL, Decision, Hold, Release, Truncate
 from coordinator.ids import Position, ShardId, TargetId
+from coordinator.index import INDEXED_FIELDS, ShardIndex, ShardTable
 from coordinator.routing import Extract
 from schemas.changes import AlterSpec, AlterTable, CreateTable, TruncateTable
 from schemas.model import Column, ColumnType, TableSchema, name_key
@@ -60,6 +62,10 @@ class ShardState:
     and are processed, in order, when it is released. ``post`` is the schema after an
     optimistic conflict DDL. ``project`` is set once an operator skipped one of its DDLs:
     its rows may carry columns the downstream lacks, whose values are then dropped.
+
+    Once in a target's :class:`~coordinator.index.ShardTable`, an assignment to a field
+    the lock's views read updates them (:mod:`coordinator.index`): change ``pending`` by
+    assigning a new list, never in place.
     """
 
     shard: ShardId
@@ -83,6 +89,12 @@ class ShardState:
     # The schema fingerprint this shard's rows carry since its last ALTER (None: not seen
     # yet); a row with another one is ahead of a DDL (coordinator.fingerprints).
     fingerprint: str | None = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        index: ShardIndex | None = self.__dict__.get("_index")
+        if index is not None and name in INDEXED_FIELDS:
+            index.update(self)
 
     def altered_at(self, position: Position) -> None:
         """An ALTER of this shard's table took effect at ``position``: rows before it are of
@@ -119,7 +131,7 @@ class Target:
     mode: Mode
     strict: bool
     extract: Extract
-    shards: dict[ShardId, ShardState] = field(default_factory=dict)
+    shards: ShardTable = field(default_factory=ShardTable)
     applied: TableSchema | None = None  # downstream schema, extract columns left out
     seq: int = 0  # orders holds
     # pessimistic: the DDL every shard must run next, and who ran it
@@ -127,35 +139,43 @@ class Target:
     ready: list[ShardId] = field(default_factory=list)
     owed: dict[ShardId, PendingDDL] = field(default_factory=dict)  # forced by `exec`
     refused: Refusal | None = None  # the downstream refused a change: all rows wait
+    _extract_counts: tuple[tuple[int, Extract], Counter[tuple[str, ...]]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
-    # --- views ---------------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "shards" and not isinstance(value, ShardTable):
+            value = ShardTable(value, refused=self.__dict__.get("refused") is not None)
+        object.__setattr__(self, name, value)
+        if name == "refused" and "shards" in self.__dict__:
+            self.shards.index.set_refused(value is not None)
+
+    # --- views (each from the index: no view walks every shard) -----------------------
+
+    @property
+    def index(self) -> ShardIndex:
+        return self.shards.index
 
     @property
     def conflict(self) -> str | None:
         """Why the lock cannot resolve by itself, or None."""
-        reasons = dict.fromkeys(s.conflict for s in self.held_shards() if s.conflict)
+        reasons = dict.fromkeys(s.conflict for s in self.index.waiting_conflicts() if s.conflict)
         if self.refused is not None:
             reasons = {self.refused.why: None, **reasons}
         return "; ".join(reasons) if reasons else None
 
     @property
     def stage(self) -> Stage:
-        if self.conflict is not None:
+        if self.refused is not None or self.index.waiting_conflict_count:
             return "conflict"
-        if any(s.held or s.awaiting is not None for s in self.shards.values()):
+        if self.index.waiting_count:
             return "waiting"
         return "none"
 
     def held_shards(self) -> list[ShardState]:
-        """Shards whose events are kept: held on a DDL, or awaiting one."""
-        return sorted(
-            (
-                s
-                for s in self.shards.values()
-                if s.held or s.awaiting is not None or self.refused is not None
-            ),
-            key=lambda s: s.held_seq,
-        )
+        """Shards whose events are kept (held on a DDL, or awaiting one; every shard while
+        the downstream refuses a change), in hold order."""
+        return self.index.waiting()
 
     def downstream(self) -> TableSchema | None:
         """The full downstream schema: the applied schema plus the extract columns."""
@@ -167,9 +187,14 @@ class Target:
         """The distinct schemas of the admitted shards, in shard order.
 
         Joins run over these: shards share a handful of shapes, so at thousands of shards a
-        join costs a few lattice operations plus one hashing pass (schemas cache their hash).
+        join costs a few lattice operations.
         """
-        return list(dict.fromkeys(s.schema for s in self.shards.values() if s.admitted))
+        return self.index.schemas()
+
+    def finals(self) -> list[TableSchema]:
+        """The distinct final schemas (``post`` or else ``schema``) of the admitted shards,
+        in shard order."""
+        return self.index.finals()
 
     def set_schema(self, state: ShardState, schema: TableSchema) -> None:
         state.schema = schema
@@ -177,7 +202,7 @@ class Target:
     def hold(self, state: ShardState, ddl: PendingDDL, reason: str, out: list[Decision]) -> None:
         self.seq += 1
         state.held_seq = self.seq
-        state.pending.insert(0, ddl)
+        state.pending = [ddl, *state.pending]
         out.append(Hold(self.id, state.shard, state.version, ddl.position, reason))
 
     def release_rows(self, state: ShardState, until: Position | None, out: list[Decision]) -> None:
@@ -196,12 +221,26 @@ class Target:
 
     def truncate(self, state: ShardState, out: list[Decision], position: Position = None) -> bool:
         """Delete one shard's rows downstream, if the extract columns tell them apart."""
-        others = [s for s in self.shards if s != state.shard]
-        if not self.extract.tells_apart(state.shard, others):
+        if not self._told_apart(state.shard):
             return False
         match = tuple(sorted(self.extract.values(state.shard).items()))
         out.append(Truncate(self.id, state.shard, state.version, match, position))
         return True
+
+    def _told_apart(self, shard: ShardId) -> bool:
+        """:meth:`Extract.tells_apart` of ``shard`` from the target's other shards, from
+        counts of their extract values kept while no shard comes or goes (a TRUNCATE
+        rolled out over every shard would otherwise compare each shard with all)."""
+        if not self.extract.columns():
+            return False
+        key = (self.shards.stamp, self.extract)
+        kept = self._extract_counts
+        if kept is None or kept[0] != key:
+            kept = self._extract_counts = (
+                key,
+                Counter(_extract_key(self.extract, s) for s in self.shards),
+            )
+        return kept[1][_extract_key(self.extract, shard)] == 1
 
     def truncate_all(
         self, state: ShardState, out: list[Decision], position: Position = None
@@ -222,6 +261,10 @@ class Target:
             "this shard's rows apart from the other shards'; set them, or skip it with "
             f"`shardmerge unlock {self.id} --shard {state.shard} --action skip`"
         )
+
+
+def _extract_key(extract: Extract, shard: ShardId) -> tuple[str, ...]:
+    return tuple(extract.values(shard).values())
 
 
 def with_extract(schema: TableSchema, extract: Extract) -> TableSchema:

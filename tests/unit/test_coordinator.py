@@ -131,8 +131,7 @@ def test_optimistic_conflict_ddl_condition_two_keeps_waiting_while_any_shard_has
     c = coord()
     c.on_ddl(S1, "ALTER TABLE tb1 CHANGE a c INT", 1)
     t = c.targets[T]
-    posts = [s for s in t.shards.values() if s.post is not None]
-    assert terminated(t, posts) is None
+    assert terminated(t) is None
 
 
 def test_optimistic_rename_to_different_names_is_a_conflict_naming_both_statements():
@@ -467,7 +466,7 @@ SEEDS = range(80)
 def test_deduplicated_termination_agrees_with_the_seed_algorithm(seed: int):
     t, states, posts = random_lock(seed)
     if posts:
-        assert (terminated(t, posts) is not None) == naive_terminated(states, posts)
+        assert (terminated(t) is not None) == naive_terminated(states, posts)
 
 
 def test_the_random_locks_both_terminate_and_do_not():
