@@ -92,12 +92,15 @@ def snapshot(c: Coordinator) -> dict[str, Any]:
 
 
 def _json(value: Any, *where: object) -> Any:
-    """A position or origin as it is saved: JSON values only, lists copied."""
+    """A position or origin as it is saved: ``value`` itself, once checked to be JSON
+    (positions are values: the coordinator never changes one in place)."""
     t = type(value)
     if t is str or t is int or t is bool or value is None:
         return value
     if t is list:
-        return [_json(v, *where) for v in value]
+        for v in value:
+            _json(v, *where)
+        return value
     if t is float and math.isfinite(value):
         return value
     at = " ".join(map(str, where))
