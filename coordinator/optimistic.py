@@ -16,6 +16,8 @@ the shapes, not a pass over the shards.
 
 from __future__ import annotations
 
+import functools
+
 from coordinator.decisions import Decision
 from coordinator.index import PostShape
 from coordinator.locks import LockRules
@@ -32,7 +34,15 @@ __all__ = ["OptimisticRules", "join_all"]
 
 
 def join_all(schemas: list[TableSchema]) -> TableSchema:
-    """Join of several schemas (raises :class:`Incompatible`)."""
+    """Join of several schemas (raises :class:`Incompatible`).
+
+    A rollout joins the same few shapes on every event: the last joins are kept. A join
+    is a value of the shapes, but for its name, which is the first one's."""
+    return _join_shapes(schemas[0].name, tuple(schemas))
+
+
+@functools.lru_cache(maxsize=256)
+def _join_shapes(name: str, schemas: tuple[TableSchema, ...]) -> TableSchema:
     result = schemas[0]
     for schema in schemas[1:]:
         result = join(result, schema)
@@ -174,11 +184,20 @@ def _applied(base: TableSchema, specs: tuple[AlterSpec, ...], fallback: TableSch
 def terminated(t: Target) -> TableSchema | None:
     """The joined schema when the three termination conditions hold, else None."""
     finals = t.finals()
+    pairs = tuple(shape for shape, _ in t.index.post_groups())
+    return _terminated(finals[0].name, tuple(finals), pairs)
+
+
+@functools.lru_cache(maxsize=256)
+def _terminated(
+    name: str, finals: tuple[TableSchema, ...], pairs: tuple[PostShape, ...]
+) -> TableSchema | None:
+    """:func:`terminated` of these shapes (kept: a rollout asks on every event while the
+    shapes stay the same); ``name`` is the first final's, which the join takes."""
     try:
-        joined = join_all(finals)
+        joined = join_all(list(finals))
     except Incompatible:
         return None  # condition 1
-    pairs = [shape for shape, _ in t.index.post_groups()]
     for prev in {p for p, _ in pairs}:
         try:
             compare(joined, prev)

@@ -91,9 +91,12 @@ class ShardState:
     fingerprint: str | None = None
 
     def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        index: ShardIndex | None = self.__dict__.get("_index")
-        if index is not None and name in INDEXED_FIELDS:
+        fields = self.__dict__
+        index: ShardIndex | None = fields.get("_index")
+        if index is None or name not in INDEXED_FIELDS:
+            object.__setattr__(self, name, value)
+        elif name == "pending" or fields[name] is not value:  # the same value: no change
+            object.__setattr__(self, name, value)
             index.update(self)
 
     def altered_at(self, position: Position) -> None:

@@ -31,6 +31,7 @@ expressions. What is worked around, and why:
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -53,6 +54,9 @@ __all__ = [
     "text_of",
     "tokenize",
 ]
+
+
+_LOCAL = threading.local()
 
 
 class _Tokenizer(MySQL.Tokenizer):
@@ -94,8 +98,11 @@ def tokenize(sql: str) -> list[Token]:
 
 @functools.lru_cache(maxsize=64)
 def _tokens(sql: str) -> tuple[Token, ...]:
+    tokenizer = getattr(_LOCAL, "tokenizer", None)
+    if tokenizer is None:  # one per thread: a tokenizer is reusable, but not shared
+        tokenizer = _LOCAL.tokenizer = _Tokenizer()
     try:
-        tokens = _Tokenizer().tokenize(sql)
+        tokens = tokenizer.tokenize(sql)
     except TokenError as exc:
         raise DDLError(sql, f"cannot tokenize: {exc}") from None
     while tokens and tokens[-1].token_type == TokenType.SEMICOLON:
