@@ -13,9 +13,14 @@ reads each part once it is there:
 2. *rollout*: every shard's ADD COLUMN and CHANGE (``2 x shards`` control events) among
    ``k`` row changes.
 
-Per batch: wall time, the driver's deciding time (coordinator, DDL statements) and the
-driver's analysis/planning time of the MERGE source (``Stats.plan_seconds``). Prints a
-Markdown table; docs/benchmarks.md keeps the latest run.
+Per batch: wall time, the Kafka read and decode (``Stats.decode_seconds``: restore, read,
+decode, the control events and per-shard facts), the driver's deciding time (coordinator,
+DDL statements) and the driver's analysis/planning time of the MERGE source
+(``Stats.plan_seconds``); and the no-DDL batch against the same rows at the smallest shard
+count of the run. ``--spark-defaults`` reads Kafka with Spark's and Kafka's defaults (a pool
+of 64 consumers, ``fetch.max.wait.ms`` 500), as the job did before it set them: the
+baseline of the consumer-pool change. Prints a Markdown table; docs/benchmarks.md keeps
+the latest run.
 """
 
 from __future__ import annotations
@@ -68,6 +73,11 @@ def main() -> None:
     parser.add_argument("--shards", type=int, nargs="+", default=[16, 256, 1024])
     parser.add_argument("--rows", type=int, default=200_000, help="row changes in all")
     parser.add_argument("--deletion-vectors", action="store_true")
+    parser.add_argument(
+        "--spark-defaults",
+        action="store_true",
+        help="Spark's consumer pool (64) and Kafka's fetch.max.wait.ms (500): the old job",
+    )
     args = parser.parse_args()
     from devkit import kafka_local
     from devkit.producer import DebeziumProducer, send_workload
@@ -78,7 +88,14 @@ def main() -> None:
     lines = []
     try:
         with kafka_local.running("rollout", work / "kafka") as broker:
-            spark = build_spark("shardmerge-rollout")
+            old = {"spark.kafka.consumer.cache.capacity": "64"} if args.spark_defaults else {}
+            options = (
+                {"fetch.max.wait.ms": "500", "max.poll.records": "500"}
+                if args.spark_defaults
+                else {}
+            )
+            spark = build_spark("shardmerge-rollout", extra_conf=old)
+            smallest: float | None = None
             if args.deletion_vectors:
                 spark.conf.set(
                     "spark.databricks.delta.properties.defaults.enableDeletionVectors", "true"
@@ -89,7 +106,9 @@ def main() -> None:
                 warm, plain, rollout = parts(events)
                 s = Settings(
                     kafka=KafkaSettings(
-                        bootstrap=broker.bootstrap, max_offsets_per_trigger=10_000_000
+                        bootstrap=broker.bootstrap,
+                        max_offsets_per_trigger=10_000_000,
+                        options=options,
                     ),
                     sources=[
                         SourceSettings(
@@ -109,9 +128,12 @@ def main() -> None:
                     stats.append(run_once(spark, s))
                 _, none, roll = stats
                 rows = sum(1 for e in plain if e.kind == "row")
+                smallest = smallest or none.seconds
                 lines.append(
-                    f"| {n:,} | {rows:,} | {none.seconds:.1f} | {roll.ddl:,} | "
+                    f"| {n:,} | {rows:,} | {none.seconds:.1f} | "
+                    f"**{none.seconds / smallest:.2f}x** | {roll.ddl:,} | "
                     f"{roll.seconds:.1f} | **{roll.seconds / none.seconds:.2f}x** | "
+                    f"{none.decode_seconds:.2f} / {roll.decode_seconds:.2f} | "
                     f"{none.decide_seconds:.2f} / {roll.decide_seconds:.2f} | "
                     f"{none.plan_seconds:.2f} / {roll.plan_seconds:.2f} | "
                     f"{len(roll.downstream_ddl)} |"
@@ -121,11 +143,12 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(
-        "| shards | rows per batch | no DDL: s | control events | rollout: s | rollout / "
-        "no DDL | driver decide s (no DDL / rollout) | MERGE source plan s (no DDL / "
-        "rollout) | downstream DDL |"
+        "| shards | rows per batch | no DDL: s | no DDL / smallest shard count | control "
+        "events | rollout: s | rollout / no DDL | read+decode s (no DDL / rollout) | driver "
+        "decide s (no DDL / rollout) | MERGE source plan s (no DDL / rollout) | downstream "
+        "DDL |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for line in lines:
         print(line)
 

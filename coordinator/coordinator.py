@@ -503,6 +503,20 @@ class Coordinator:
         st.project = True
         t.release_rows(st, None, out)
 
+    def stop_waiting(self, shard: ShardId) -> list[Decision]:
+        """``shard`` awaited a DDL that never came (the engine read its source's
+        schema-change topics past the wait): it stops waiting and its kept rows replay
+        under the target's schema; those that still need a DDL are the engine's to refuse
+        (dead letters). Unlike ``skip``, the shard does not project from then on. Nothing
+        to do for a shard held on a DDL or not waiting."""
+        st = self.shard_state(shard)
+        if st is None or st.held or st.awaiting is None:
+            return []
+        out: list[Decision] = []
+        st.awaiting = None
+        self.targets[self.where[shard]].release_rows(st, None, out)
+        return out
+
     def await_ddl(self, shard: ShardId, position: Position, reason: str) -> list[Decision]:
         """Rows of ``shard`` from ``position`` on carry a schema change whose DDL has not
         arrived (Debezium orders no topic against another): keep them until it does."""

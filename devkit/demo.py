@@ -43,6 +43,22 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def send_paced(producer: Any, events: list[Any], rate: int) -> int:
+    """``send_workload`` at about ``rate`` events per second (0: as fast as it goes)."""
+    from devkit.producer import send_workload
+
+    if rate <= 0:
+        return send_workload(producer, events)
+    step = max(1, rate // 10)
+    start = time.monotonic()
+    for i in range(0, len(events), step):
+        send_workload(producer, events[i : i + step])
+        ahead = start + (i + step) / rate - time.monotonic()
+        if ahead > 0:
+            time.sleep(ahead)
+    return len(events)
+
+
 def cli_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="shardmerge demo", description=__doc__.splitlines()[0])
     parser.add_argument("--shards", type=int, default=8)
@@ -52,6 +68,12 @@ def cli_main(argv: list[str]) -> int:
     parser.add_argument("--trigger", default="2 seconds", help="micro-batch interval")
     parser.add_argument("--max-offsets", type=int, default=25_000, help="records per batch")
     parser.add_argument(
+        "--rate",
+        type=int,
+        default=10_000,
+        help="row changes and DDL written per second, as a live upstream would (0: at once)",
+    )
+    parser.add_argument(
         "--port", type=int, default=9464, help="dashboard port on 127.0.0.1 (0: any free one)"
     )
     parser.add_argument(
@@ -60,7 +82,7 @@ def cli_main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     from devkit import kafka_local
-    from devkit.producer import DebeziumProducer, send_workload
+    from devkit.producer import DebeziumProducer
     from devkit.workload import sharded_workload
     from streaming.job import build_query
     from streaming.ops.running import start_ops
@@ -77,9 +99,10 @@ def cli_main(argv: list[str]) -> int:
             kafka=KafkaSettings(
                 bootstrap=broker.bootstrap, max_offsets_per_trigger=args.max_offsets
             ),
-            # The schema-change topic shares the rate limit here (no schema_pattern), so the
-            # rollout spreads over micro-batches and the lock's stages show as they change;
-            # read rate-free (as examples/job.yaml does), all DDL lands in the first batch.
+            # The schema-change topic `shop` is read ahead of the data (Debezium's default):
+            # a row never waits for a DDL already written. The workload is written at
+            # `--rate`, so the rollout spreads over micro-batches and the lock's stages show
+            # as they change; only rows a lock holds go through the stash.
             sources=[SourceSettings(format="debezium", pattern=r"shop(\..*)?")],
             routes=[RouteSettings(target="shop.orders", table="orders_*")],
             targets={"shop.orders": TargetSettings(mode=args.mode)},
@@ -89,12 +112,12 @@ def cli_main(argv: list[str]) -> int:
             ops=OpsSettings(port=args.port),
         )
         producer = DebeziumProducer(broker.bootstrap, "shop")
-        events = sharded_workload(args.shards, args.rows, ddl_at=DDL_ROLLOUT)
+        events = list(sharded_workload(args.shards, args.rows, ddl_at=DDL_ROLLOUT))
         total = {"n": 0, "done": False, "error": None}
 
         def produce() -> None:
             try:
-                total["n"] = send_workload(producer, events)
+                total["n"] = send_paced(producer, events, args.rate)
                 producer.flush()
             except Exception as e:
                 total["error"] = e

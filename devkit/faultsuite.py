@@ -97,14 +97,23 @@ class Workdir:
     """One case's job: its config, checkpoint, lake and log."""
 
     def __init__(
-        self, path: Path, bootstrap: str, source: str, max_offsets: int, mode: str = "optimistic"
+        self,
+        path: Path,
+        bootstrap: str,
+        source: str,
+        max_offsets: int,
+        mode: str = "optimistic",
+        *,
+        read_ahead: bool = False,
     ) -> None:
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
         self.path, self.source = path, source
         self.config, self.log = path / "job.yaml", path / "job.log"
         lake, checkpoint = str(path / "lake"), str(path / "checkpoint")
-        write_config(self.config, bootstrap, source, lake, checkpoint, max_offsets, mode)
+        write_config(
+            self.config, bootstrap, source, lake, checkpoint, max_offsets, mode, read_ahead
+        )
         self.checkpoint = path / "checkpoint"
         self.table = path / "lake" / TARGET[0] / TARGET[1]
         self.stash = self.checkpoint / "shardmerge" / "stash"
@@ -330,8 +339,17 @@ def case_malformed(broker: Broker, spark: Any, base: Path, size: Size) -> CaseRe
     r = CaseReport("malformed")
     oracle = produce(broker.bootstrap, "fm", size.shards, size.rows)
     sent = send_bad_records(broker.bootstrap, "fm", size.shards, size.malformed)
-    work = Workdir(base / "malformed", broker.bootstrap, "fm", max(size.max_offsets, 2000))
+    work = Workdir(
+        base / "malformed", broker.bootstrap, "fm", max(size.max_offsets, 2000), read_ahead=True
+    )
     r.exit_codes.append(work.run())
+    # A record that claims a DDL nobody ran must not leave its shard waiting for it.
+    from streaming.state_store import StateStore
+
+    latest = StateStore(spark, str(work.checkpoint)).latest()
+    for lock in latest[1]["locks"] if latest else []:
+        if lock["stage"] != "none":
+            r.notes.append(f"lock {lock['target']} left {lock['stage']}: {lock['blocked']}")
     dead = {
         (d["topic"], d["partition"], d["offset"]): d["reason"] for d in dead_letters(spark, work)
     }

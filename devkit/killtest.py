@@ -117,10 +117,11 @@ def write_config(
     checkpoint: str,
     max_offsets: int,
     mode: str = "optimistic",
+    read_ahead: bool = False,
 ) -> None:
-    # The schema-change topic shares the rate limit here (no schema_pattern): DDLs then
-    # spread over many micro-batches and every protocol point, DDL and release included,
-    # is reached in many runs. Read rate-free, all DDL comes in the first batch.
+    # The schema-change topic shares the rate limit here (read_schema_ahead: false): DDLs
+    # then spread over many micro-batches and every protocol point, DDL and release
+    # included, is reached in many runs. Read ahead, all DDL comes in the first batch.
     path.write_text(
         f"""kafka:
   bootstrap: "{bootstrap}"
@@ -128,6 +129,7 @@ def write_config(
 sources:
   - format: debezium
     pattern: '{source}(\\..*)?'
+    read_schema_ahead: {str(read_ahead).lower()}
 routes:
   - target: shop.orders
     table: 'orders_*'

@@ -53,7 +53,8 @@ from coordinator.ids import ShardId
 from coordinator.locks import OperatorError
 from coordinator.state import restore, snapshot
 from coordinator.target import ConflictError
-from streaming.config import Settings
+from streaming.caught_up import CaughtUp
+from streaming.config import Settings, SourceSettings
 from streaming.control import (
     OKEY_TYPE,
     ORDER_KEY,
@@ -75,6 +76,7 @@ from streaming.faults import crash_point
 from streaming.ops.observer import BatchObserver
 from streaming.plan import Planner
 from streaming.quoting import check_session
+from streaming.rows import read_ahead_sql
 from streaming.stash import Stash, append
 from streaming.state_store import StateStore
 from streaming.writer import WriteStep
@@ -101,6 +103,8 @@ class Stats:
     ddl: int = 0
     # DDL events taken already, sent again by an at-least-once upstream: not run twice.
     resent_ddl: int = 0
+    # Shards that stopped waiting for a DDL their schema-change topics do not hold.
+    ddl_never_came: int = 0
     # Wall time of the batch; of steps 1-4 (restore, commands, the Kafka read and decode,
     # the control events and per-shard facts collected); of step 5 (the driver decides,
     # DDL runs); and of the driver's analysis and planning of the MERGE sources (it must
@@ -130,6 +134,8 @@ class BatchProcessor:
         self.stash_path = self.store.uri("stash")
         self.last_stats: Stats | None = None
         self.observer = BatchObserver()  # step timings and counts for metrics/dashboard
+        # Which sources a batch read to the end of their schema-change topics.
+        self.caught_up = CaughtUp(spark, settings)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         _Batch(self, df, batch_id).run()
@@ -157,6 +163,9 @@ class _Batch(WriteStep):
         self.slot = 0
         self.stats = Stats(batch=batch_id)
         self.dead: list[tuple[str, int, int, str]] = []  # control events: (key, reason)
+        self.caught: list[SourceSettings] = []  # sources caught up: streaming.caught_up
+        # upstream source ids (Debezium's server name) whose rows came from caught sources
+        self.caught_sources: set[str] = set()
 
     def run(self) -> None:
         started = time.monotonic()
@@ -221,7 +230,10 @@ class _Batch(WriteStep):
             # The events are cached now; the parse was needed for the dead letters only.
             self.unpersist_parsed()
             rows = events.filter(f"NOT ({CONTROL})")
-            shards, prints = first_rows(rows)
+            # The sources read to the end of their schema-change topics: their rows that
+            # need a DDL not read are dead letters (streaming.rows.no_ddl_sql).
+            self.caught = self.p.caught_up.sources(self.batch)
+            shards, prints, self.caught_sources = first_rows(rows, read_ahead_sql(self.caught))
             obs.lap("decode")
             self.stats.decode_seconds = round(time.monotonic() - started, 3)
             decide_start = time.monotonic()
@@ -334,11 +346,30 @@ class _Batch(WriteStep):
         # column): the shard waits from that row on (coordinator.fingerprints).
         for shard, seen in sorted(prints.items(), key=lambda kv: str(kv[0])):
             self.ex.run(self.c.schema_fingerprints(shard, seen))
+        self.stop_waiting()
         released = {d.shard for d in self.ex.work.releases}
         planner.finish(sorted(set(shards) | released, key=str))
         self.await_unregistered(planner, shards)
         self.stats.downstream_ddl = self.ex.downstream_ddl
         self.stats.refused_ddl = self.ex.refused_ddl
+
+    def stop_waiting(self) -> None:
+        """A shard waiting for a DDL that its source's schema-change topics, read to their
+        end in this batch, do not hold: no DDL explains its rows. It stops waiting and its
+        kept rows replay; those that still need a DDL are dead letters with the reason
+        (``streaming.rows.no_ddl_sql``), the rest are written."""
+        for tid in sorted(self.c.targets, key=str):
+            for st in self.c.targets[tid].held_shards():
+                if st.held or st.awaiting is None or st.shard.source not in self.caught_sources:
+                    continue
+                log.warning(
+                    "batch %s: shard %s waited from %s for a DDL that its schema-change topics, "
+                    "read to their end, do not hold: it goes on; its rows that need a DDL "
+                    "become dead letters",
+                    self.batch, st.shard, st.awaiting,
+                )  # fmt: skip
+                self.stats.ddl_never_came += 1
+                self.ex.run(self.c.stop_waiting(st.shard))
 
     def before(self, rows: DataFrame, rest: list[Any]) -> DataFrame:
         """The rows that come before every control event of ``rest``: positioned before
@@ -371,24 +402,31 @@ class _Batch(WriteStep):
 
 
 def first_rows(
-    rows: DataFrame,
-) -> tuple[dict[ShardId, Any], dict[ShardId, list[tuple[Any, str]]]]:
-    """One small aggregate of the batch's rows: each shard's first position, and the
-    schema fingerprints its rows carry, each with the position of its first row."""
+    rows: DataFrame, caught: str = "false"
+) -> tuple[dict[ShardId, Any], dict[ShardId, list[tuple[Any, str]]], set[str]]:
+    """One small aggregate of the batch's rows: each shard's first position, the schema
+    fingerprints its rows carry, each with the position of its first row, and the upstream
+    sources all of whose rows in the batch came from a caught-up source (``caught``, see
+    :func:`streaming.rows.read_ahead_sql`)."""
     shards: dict[ShardId, Any] = {}
     prints: dict[ShardId, list[tuple[Any, str]]] = {}
+    sources: dict[str, bool] = {}
     for r in (
         rows.groupBy("source", "db", "tbl", "schema_fp")
-        .agg(F.min("_okey").alias("first"))
+        .agg(
+            F.min("_okey").alias("first"),
+            F.min(F.expr(f"CASE WHEN {caught} THEN 1 ELSE 0 END")).alias("caught"),
+        )
         .collect()
     ):
         shard = ShardId(r["source"], r["db"], r["tbl"])
+        sources[shard.source] = sources.get(shard.source, True) and r["caught"] == 1
         position = okey_position(r["first"])
         if shard not in shards or position < shards[shard]:
             shards[shard] = position
         if r["schema_fp"] is not None:
             prints.setdefault(shard, []).append((position, r["schema_fp"]))
-    return shards, prints
+    return shards, prints, {s for s, all_caught in sources.items() if all_caught}
 
 
 def _lock_json(v: Any) -> dict[str, Any]:

@@ -22,9 +22,20 @@ from coordinator.routing import Extract, Route, Router
 from shardmerge.errors import ShardMergeError
 from streaming.hadoop_fs import join
 
-__all__ = ["ConfigError", "RestartSettings", "Settings", "load_settings"]
+__all__ = ["ConfigError", "RestartSettings", "Settings", "anchored", "load_settings"]
 
 ENV_PREFIX = "SHARDMERGE__"
+
+
+def anchored(pattern: str) -> str:
+    """``pattern`` matching whole topic names only.
+
+    Spark's Kafka source keeps a topic when the pattern is *found* in its name (Scala
+    ``findFirstIn``), unlike Kafka's consumer, which matches the whole name: ``s1`` would
+    also read ``s1-schemahistory``, Debezium's internal schema history, and ``orders``
+    every topic containing it. The settings promise whole-name matching, as Kafka does.
+    """
+    return f"^(?:{pattern})$"
 
 
 class ConfigError(ShardMergeError):
@@ -63,9 +74,17 @@ class SourceSettings(_Frozen):
     )
     schema_pattern: str | None = Field(
         None,
-        description="a regex of the topics among these that carry only DDL (Debezium's "
-        "schema-change topic, named after topic.prefix): read by a Kafka source of its own, "
-        "without maxOffsetsPerTrigger, so a DDL is never read after the rows that follow it",
+        description="a regex of the topics among these that carry only DDL: read by a Kafka "
+        "source of its own, without maxOffsetsPerTrigger, so a DDL is never read after the "
+        "rows that follow it. Debezium sources default to the topics without a dot (the "
+        "schema-change topic is named after topic.prefix, data topics prefix.db.table); "
+        "canal and maxwell have none by default",
+    )
+    read_schema_ahead: bool = Field(
+        True,
+        description="read the schema-change topics (schema_pattern) by a Kafka source of "
+        "their own, without maxOffsetsPerTrigger; false: they share the data's source and "
+        "rate limit (rows then often wait in the stash for the DDL before them)",
     )
 
     @model_validator(mode="after")
@@ -187,9 +206,13 @@ class Settings(_Frozen):
         "unreferenced files removed (VACUUM)",
     )
     ddl_grace_ms: int = Field(
-        0,
+        1_000,
         ge=0,
-        description="how long a DDL waits for late rows of its shard that precede it",
+        description="a batch whose schema-change topics were read to their end, planned at "
+        "least this long ago, has every DDL its rows need: a row that still needs one (a "
+        "column its shard lacks, a malformed record) is a dead letter with its reason and "
+        "its shard goes on (a waiting shard stops waiting). Younger, or with those topics "
+        "grown since, the row waits for its DDL in the stash (docs/ordering.md)",
     )
 
     def router(self) -> Router:

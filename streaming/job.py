@@ -18,7 +18,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming.batch import BatchProcessor
-from streaming.config import Settings, SourceSettings, load_settings
+from streaming.caught_up import schema_topic_regex
+from streaming.config import Settings, SourceSettings, anchored, load_settings
 from streaming.hadoop_fs import join
 
 __all__ = [
@@ -42,37 +43,102 @@ KAFKA_SOURCE_DEFAULTS = {"fetch.max.wait.ms": "20", "max.poll.records": "5000"}
 def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
     """One stream over every configured source; ``__fmt`` tells each record's format.
 
-    A source with ``schema_pattern`` is read by two Kafka sources: its data topics with
+    A source with a schema-change topic is read by two Kafka sources: its data topics with
     ``maxOffsetsPerTrigger``, its schema-change topics without (they hold a handful of
     records, and a rate limit shared with millions of rows would deliver most DDL after
-    the rows that follow it, which then take the stash round trip)."""
+    the rows that follow it, which then take the stash round trip). Debezium sources have
+    one by default (``streaming.caught_up.schema_topic_regex``). The data
+    source comes first: Spark asks each source for its latest offsets in plan order, so
+    the schema-change topics are read at least as far as the data was written.
+
+    A checkpoint made before a source had its schema-change reader keeps its layout (Spark
+    refuses a query whose number of sources changed): the job says so and reads that
+    source as before (:func:`source_layout`)."""
+    split = source_layout(spark, settings)
     frames = []
-    for source in settings.sources:
+    for source, apart in zip(settings.sources, split, strict=True):
         limited = settings.kafka.max_offsets_per_trigger
-        if source.schema_pattern is None:
+        subscriptions = _subscriptions(source) if apart else None
+        if subscriptions is None:
             frames.append(_kafka(spark, settings, source, _subscription(source), limited))
             continue
-        schema = anchored(source.schema_pattern)
-        if source.pattern:
-            data = ("subscribePattern", f"^(?!{schema})(?:{source.pattern})$")
-            ddl = ("subscribePattern", schema)
-        else:
-            regex = re.compile(schema)
-            names = [t for t in source.topics if not regex.match(t)]
-            ddl_names = [t for t in source.topics if regex.match(t)]
-            if not names or not ddl_names:
-                raise ValueError(
-                    f"source topics {source.topics}: schema_pattern {source.schema_pattern!r} "
-                    "must match some of them (the schema-change topics) and not all"
-                )
-            data = ("subscribe", ",".join(names))
-            ddl = ("subscribe", ",".join(ddl_names))
+        data, ddl = subscriptions
         frames.append(_kafka(spark, settings, source, data, limited))
         frames.append(_kafka(spark, settings, source, ddl, None))
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
     return df
+
+
+def _subscriptions(
+    source: SourceSettings,
+) -> tuple[tuple[str, str], tuple[str, str]] | None:
+    """The data and schema-change subscriptions of ``source``, or None when it has no
+    schema-change topics of its own."""
+    explicit = source.schema_pattern is not None
+    pattern = schema_topic_regex(source)
+    if pattern is None or not source.read_schema_ahead:
+        return None  # canal and maxwell put DDL in the data topics
+    schema = anchored(pattern)
+    if source.pattern:
+        data = ("subscribePattern", f"^(?!{schema})(?:{source.pattern})$")
+        if explicit:
+            return data, ("subscribePattern", schema)
+        # the default reads only the source's own topics, never another connector's
+        return data, ("subscribePattern", f"^(?=(?:{source.pattern})$)(?:{pattern})$")
+    regex = re.compile(schema)
+    names = [t for t in source.topics if not regex.match(t)]
+    ddl_names = [t for t in source.topics if regex.match(t)]
+    if not names or not ddl_names:
+        if not explicit:
+            return None  # the listed topics hold no schema-change topic
+        raise ValueError(
+            f"source topics {source.topics}: schema_pattern {source.schema_pattern!r} "
+            "must match some of them (the schema-change topics) and not all"
+        )
+    return ("subscribe", ",".join(names)), ("subscribe", ",".join(ddl_names))
+
+
+def source_layout(spark: SparkSession, settings: Settings) -> list[bool]:
+    """Per configured source, whether its schema-change topics get a Kafka source of their
+    own: yes when it has any, unless the query's checkpoint was made with fewer Kafka
+    sources than that (before the default split), where such sources stay as they were."""
+    return layout_for(settings, checkpoint_sources(spark, join(settings.checkpoint, "spark")))
+
+
+def layout_for(settings: Settings, have: int | None) -> list[bool]:
+    """:func:`source_layout` given the number of Kafka sources the checkpoint has."""
+    wanted = [_subscriptions(s) is not None for s in settings.sources]
+    explicit = [s.schema_pattern is not None and s.read_schema_ahead for s in settings.sources]
+    if have is None or have == len(settings.sources) + sum(wanted):
+        return wanted
+    if have == len(settings.sources) + sum(explicit):
+        for source, split, given in zip(settings.sources, wanted, explicit, strict=True):
+            if split and not given:
+                log.warning(
+                    "source %s: its checkpoint predates the separate reader of its schema-change "
+                    "topics; they share maxOffsetsPerTrigger with the data, so rows may wait in "
+                    "the stash for the DDL before them (a new checkpoint reads them ahead)",
+                    source.pattern or ",".join(source.topics),
+                )
+        return explicit
+    return wanted  # another query's layout: Spark names the mismatch itself
+
+
+def checkpoint_sources(spark: SparkSession, checkpoint: str) -> int | None:
+    """How many sources the streaming checkpoint's latest offsets record, or None when it
+    has none yet."""
+    from streaming.hadoop_fs import HadoopFs
+
+    folder = join(checkpoint, "offsets")
+    fs = HadoopFs(spark, checkpoint)
+    batches = [int(n) for n in fs.names(folder) if n.isdigit()]
+    if not batches:
+        return None
+    lines = fs.read(join(folder, str(max(batches)))).decode("utf-8").splitlines()
+    # "v1", the batch metadata, then one line per source
+    return len([line for line in lines[2:] if line.strip()])
 
 
 def kafka_source_options() -> dict[str, str]:
@@ -114,17 +180,6 @@ def _kafka(
     return reader.load().withColumn("__fmt", F.lit(source.format))
 
 
-def anchored(pattern: str) -> str:
-    """``pattern`` matching whole topic names only.
-
-    Spark's Kafka source keeps a topic when the pattern is *found* in its name (Scala
-    ``findFirstIn``), unlike Kafka's consumer, which matches the whole name: ``s1`` would
-    also read ``s1-schemahistory``, Debezium's internal schema history, and ``orders``
-    every topic containing it. The settings promise whole-name matching, as Kafka does.
-    """
-    return f"^(?:{pattern})$"
-
-
 def build_query(
     spark: SparkSession,
     settings: Settings,
@@ -133,6 +188,7 @@ def build_query(
     processor: BatchProcessor | None = None,
 ) -> tuple[StreamingQuery, BatchProcessor]:
     processor = processor or BatchProcessor(spark, settings)
+    processor.caught_up.layout = source_layout(spark, settings)
     every = settings.stash_maintenance_every
 
     def batch(df: DataFrame, batch_id: int) -> None:

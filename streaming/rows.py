@@ -19,11 +19,19 @@ from pyspark.sql import functions as F
 
 from coordinator.routing import Extract
 from schemas.model import TableSchema
+from streaming.config import SourceSettings, anchored
 from streaming.quoting import ident, map_get, string
 from streaming.row_fit import ShardColumns, ahead_sql, keyless_sql, with_shard_columns
 from streaming.spark_types import literal_expr, value_expr
 
-__all__ = ["ahead_of_ddl", "merge_source", "project_actions", "renamed_keys"]
+__all__ = [
+    "ahead_of_ddl",
+    "merge_source",
+    "no_ddl_sql",
+    "project_actions",
+    "read_ahead_sql",
+    "renamed_keys",
+]
 
 
 def renamed_keys(image: str) -> str:
@@ -165,6 +173,33 @@ def project_actions(
             )
             + ")"
         ).alias("_unfit"),
+    )
+
+
+def read_ahead_sql(sources: list[SourceSettings]) -> str:
+    """A SQL condition on an event's ``topic``: it came from one of ``sources``."""
+    terms = []
+    for s in sources:
+        if s.pattern:
+            terms.append(f"topic RLIKE {string(anchored(s.pattern))}")
+        else:
+            terms.append(f"topic IN ({', '.join(string(t) for t in s.topics)})")
+    return " OR ".join(f"({t})" for t in terms) or "false"
+
+
+def no_ddl_sql(caught: list[SourceSettings]) -> str:
+    """``_unfit`` of a projected row, where a row ahead of a DDL (``_reason``) that no DDL
+    can explain is a dead letter too: it came from a source whose schema-change topics the
+    batch read to their end (``caught``: ``streaming.caught_up``). Such a row (a malformed
+    record, a column no DDL added) must not hold the rows after it."""
+    if not caught:
+        return "_unfit"
+    why = string(
+        "; no DDL of its shard explains it (its schema-change topics were read to the end)"
+    )
+    return (
+        f"CASE WHEN _unfit IS NULL AND _reason IS NOT NULL AND ({read_ahead_sql(caught)}) "
+        f"THEN concat(_reason, {why}) ELSE _unfit END"
     )
 
 

@@ -23,7 +23,7 @@ from streaming.faults import crash_point
 from streaming.plan import Planner, join_plan, release_frame
 from streaming.quoting import ident, string
 from streaming.row_fit import shard_columns
-from streaming.rows import merge_source, project_actions
+from streaming.rows import merge_source, no_ddl_sql, project_actions
 from streaming.stash import KEY, STASH_COLUMNS, append
 
 __all__ = ["FATE", "ROW_COLUMNS", "WriteStep"]
@@ -59,6 +59,7 @@ class WriteStep:
     batch: int
     dead: list[tuple[str, int, int, str]]
     cached: list[DataFrame]
+    caught: list[Any]
 
     def next_version(self) -> int:
         raise NotImplementedError
@@ -215,7 +216,8 @@ class WriteStep:
         letters of values that do not fit their column."""
         schema = self.ex.schemas[target]
         t = self.c.targets[target]
-        projected = project_actions(src, schema, t.extract, shards=shard_columns(t)).persist()
+        projected = project_actions(src, schema, t.extract, shards=shard_columns(t))
+        projected = projected.withColumn("_unfit", F.expr(no_ddl_sql(self.caught))).persist()
         self.cached.append(projected)
         firsts = (
             projected.groupBy("source", "db", "tbl")

@@ -148,6 +148,13 @@ class JobCollector(Collector):
         )
         resent.add_metric([], totals.get("resent_ddl", 0))
         yield resent
+        never = CounterMetricFamily(
+            "shardmerge_ddl_never_came",
+            "times a shard stopped waiting for a DDL its schema-change topics, read past the "
+            "wait plus ddl_grace_ms, do not hold (its rows needing it became dead letters)",
+        )
+        never.add_metric([], totals.get("ddl_never_came", 0))
+        yield never
         conflicts = CounterMetricFamily(
             "shardmerge_conflicts", "times a target's lock entered conflict", labels=["target"]
         )

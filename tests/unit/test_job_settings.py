@@ -77,3 +77,73 @@ def test_errors_name_the_file_and_the_field(tmp_path: Path, change: str, field: 
     with pytest.raises(ConfigError) as e:
         load_settings(path, environ={})
     assert str(path) in str(e.value) and field in str(e.value)
+
+
+# --- which topics are read ahead (streaming.job._subscriptions) ------------------------------
+
+
+def _java_like(regex: str, topic: str) -> bool:
+    """Spark's Kafka source keeps a topic when the (anchored) pattern matches it."""
+    import re
+
+    return re.search(regex, topic) is not None
+
+
+@pytest.mark.parametrize(
+    "topic, data, schema",
+    [
+        ("shop", False, True),  # Debezium's schema-change topic: topic.prefix
+        ("shop.db_0.orders_1", True, False),
+        ("shop.all.orders", True, False),  # a routed logical-table topic
+        ("shop-schemahistory", False, False),  # not the source's: never read
+        ("other", False, False),  # a dotless topic of another connector
+        ("other.db.t", False, False),
+    ],
+)
+def test_debezium_sources_read_their_schema_topic_ahead_by_default(topic, data, schema):
+    from streaming.config import SourceSettings
+    from streaming.job import _subscriptions
+
+    split = _subscriptions(SourceSettings(pattern=r"shop(\..*)?"))
+    assert split is not None
+    (kind, data_regex), (kind2, schema_regex) = split
+    assert kind == kind2 == "subscribePattern"
+    assert _java_like(data_regex, topic) is data
+    assert _java_like(schema_regex, topic) is schema
+
+
+def test_listed_topics_split_and_other_formats_and_the_switch_do_not():
+    from streaming.config import SourceSettings
+    from streaming.job import _subscriptions
+
+    listed = SourceSettings(topics=["shop", "shop.db.t1", "shop.db.t2"])
+    assert _subscriptions(listed) == (
+        ("subscribe", "shop.db.t1,shop.db.t2"),
+        ("subscribe", "shop"),
+    )
+    assert _subscriptions(SourceSettings(topics=["shop.db.t1"])) is None  # no schema topic
+    assert _subscriptions(SourceSettings(format="canal", pattern="c.*", source="c")) is None
+    off = SourceSettings(pattern=r"shop(\..*)?", read_schema_ahead=False)
+    assert _subscriptions(off) is None
+
+
+def test_the_offsets_log_is_read_per_kafka_source():
+    from streaming.caught_up import _offsets
+
+    assert _offsets('{"shop":{"0":3},"shop.db.t":{"0":10,"1":7}}') == {
+        ("shop", 0): 3,
+        ("shop.db.t", 0): 10,
+        ("shop.db.t", 1): 7,
+    }
+    assert _offsets("-") == {}
+    with pytest.raises(ValueError, match="not the offsets of a Kafka source"):
+        _offsets("[1, 2]")
+
+
+def test_a_checkpoint_from_before_the_default_keeps_its_layout(tmp_path: Path):
+    from streaming.job import layout_for
+
+    s = load_settings(write(tmp_path, BASE), environ={})
+    assert layout_for(s, None) == [True]  # new checkpoint: data and schema-change sources
+    assert layout_for(s, 2) == [True]
+    assert layout_for(s, 1) == [False]  # made with one Kafka source: it stays one
