@@ -325,7 +325,7 @@ class _Batch(WriteStep):
         # A statement that creates, renames or drops tables changes which rows are whose:
         # the rows of the tables it names up to it keep the plan from before it.
         cut = table_level(r)
-        segs = planner.cut(touched(r, list(self.c.where)), position) if cut else []
+        segs = planner.cut(touched(r, self.c.where), position) if cut else []
         try:
             decisions = self.c.on_ddl(shard, sql, position, origin, channel)
         except UnknownShardError as e:
@@ -377,7 +377,7 @@ class _Batch(WriteStep):
         first of them."""
         cut: dict[ShardId, list[Any]] = {}
         for r in rest:
-            for s in touched(r, list(self.c.where)):
+            for s in touched(r, self.c.where):
                 cut.setdefault(s, position_of(r))
         frame = self.spark.createDataFrame(
             [(s.source, s.db, s.table, okey_value(p)) for s, p in cut.items()],

@@ -56,13 +56,12 @@ def schema_topic_regex(source: SourceSettings) -> str | None:
 
 class CaughtUp:
     """Per batch, which configured sources were read to the end of their schema-change
-    topics. One per job: it keeps one Kafka consumer in the driver's JVM for the checks."""
+    topics, asked of Kafka from the driver's JVM."""
 
     def __init__(self, spark: SparkSession, settings: Settings) -> None:
         self.spark = spark
         self.settings = settings
         self.layout: list[bool] = [False] * len(settings.sources)  # set by build_query
-        self._consumer: Any = None
 
     def sources(self, batch: int) -> list[SourceSettings]:
         """The configured sources caught up in ``batch`` (see the module docstring)."""
@@ -130,27 +129,25 @@ class CaughtUp:
     def _latest(self, partitions: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
         if not partitions:
             return {}
+        # A consumer for this one request (no group, no subscription): nothing outlives
+        # the batch, whatever happens to the query or the session after it.
         jvm: Any = self.spark._jvm
-        if self._consumer is None:
-            props = jvm.java.util.Properties()
-            props.setProperty("bootstrap.servers", self.settings.kafka.bootstrap)
-            deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
-            props.setProperty("key.deserializer", deserializer)
-            props.setProperty("value.deserializer", deserializer)
-            for key, secret in self.settings.kafka.options.items():
-                props.setProperty(key, secret.get_secret_value())
-            self._consumer = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(props)
-        tps = jvm.java.util.ArrayList()
-        for topic, partition in sorted(partitions):
-            tps.add(jvm.org.apache.kafka.common.TopicPartition(topic, partition))
-        timeout = jvm.java.time.Duration.ofSeconds(30)
-        got = self._consumer.endOffsets(tps, timeout)
-        return {(tp.topic(), int(tp.partition())): int(got.get(tp)) for tp in got.keySet()}
-
-    def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close(self.spark._jvm.java.time.Duration.ofSeconds(5))  # type: ignore[union-attr]
-            self._consumer = None
+        props = jvm.java.util.Properties()
+        props.setProperty("bootstrap.servers", self.settings.kafka.bootstrap)
+        deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
+        props.setProperty("key.deserializer", deserializer)
+        props.setProperty("value.deserializer", deserializer)
+        for key, secret in self.settings.kafka.options.items():
+            props.setProperty(key, secret.get_secret_value())
+        consumer = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(props)
+        try:
+            tps = jvm.java.util.ArrayList()
+            for topic, partition in sorted(partitions):
+                tps.add(jvm.org.apache.kafka.common.TopicPartition(topic, partition))
+            got = consumer.endOffsets(tps, jvm.java.time.Duration.ofSeconds(30))
+            return {(tp.topic(), int(tp.partition())): int(got.get(tp)) for tp in got.keySet()}
+        finally:
+            consumer.close(jvm.java.time.Duration.ZERO)
 
 
 def _offsets(line: str) -> dict[tuple[str, int], int]:

@@ -9,6 +9,7 @@ read on the driver and a row's key compare the same way (:data:`ORDER_KEY`,
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from coordinator.ids import ShardId
@@ -157,10 +158,10 @@ def table_level(r: Any) -> bool:
     return any(not isinstance(c, AlterTable | TruncateTable) for c in changes)
 
 
-def touched(r: Any, known: list[ShardId]) -> list[ShardId]:
+def touched(r: Any, known: Iterable[ShardId]) -> list[ShardId]:
     """Every table a control event changes: its own, and each table a multi-table
     statement names (both names of each RENAME pair, every table of a DROP; for a DROP
-    DATABASE, the ``known`` tables of that database)."""
+    DATABASE, the ``known`` tables of that database: only then is ``known`` walked)."""
     own = ShardId(r["source"], r["db"], r["tbl"])
     if r["op"] != "ddl" or not r["ddl"]:
         return [own]
