@@ -156,7 +156,10 @@ def cli_main(argv: list[str]) -> int:
                     break
             if total["error"] is not None:
                 raise RuntimeError(f"the producer failed: {total['error']}")
-            _summary(spark, settings, store, total["n"], time.time() - started)
+            _summary(
+                spark, settings, store, total["n"], time.time() - started,
+                dict(processor.observer.totals),
+            )  # fmt: skip
             if not args.exit:
                 _serve(query, ops.url)
         finally:
@@ -199,7 +202,14 @@ def _report(data: dict[str, Any], last_stage: str | None, sent: int) -> str:
     return stage
 
 
-def _summary(spark: Any, settings: Settings, store: Any, produced: int, elapsed: float) -> None:
+def _summary(
+    spark: Any,
+    settings: Settings,
+    store: Any,
+    produced: int,
+    elapsed: float,
+    totals: dict[str, int],
+) -> None:
     from coordinator.ids import TargetId
 
     path = settings.table_path(TargetId("shop", "orders"))
@@ -219,4 +229,8 @@ def _summary(spark: Any, settings: Settings, store: Any, produced: int, elapsed:
     say(f"  columns         {columns}")
     say(f"  lock            {lock.get('stage', 'none')}, held: {lock.get('blocked') or 'none'}")
     say(f"  dead letters    {dead}")
+    say(
+        f"  row traffic     {totals.get('written', 0):,} written, {totals.get('held', 0):,} "
+        f"held in the stash, {totals.get('replayed', 0):,} replayed (over every batch)"
+    )
     say(f"  inspect         pyspark: spark.read.format('delta').load('{path}')")

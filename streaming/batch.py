@@ -47,12 +47,12 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from coordinator.commands import CommandError, parse_command
+from coordinator.commands import parse_command
 from coordinator.coordinator import Coordinator, UnknownShardError
 from coordinator.ids import ShardId
-from coordinator.locks import OperatorError
 from coordinator.state import restore, snapshot
 from coordinator.target import ConflictError
+from shardmerge.errors import ShardMergeError
 from streaming.caught_up import CaughtUp
 from streaming.config import Settings, SourceSettings
 from streaming.control import (
@@ -145,8 +145,13 @@ class BatchProcessor:
         configs, default = self.settings.target_configs(), self.settings.default_config()
         if data is None:
             return Coordinator(self.router, configs, default), set()
-        c = restore(data["coordinator"], self.router, configs, default)
+        c = self.coordinator_from(data["coordinator"])
         return c, set(data.get("applied_commands", []))
+
+    def coordinator_from(self, saved: dict[str, Any]) -> Coordinator:
+        """The coordinator of a saved state (``coordinator.state.snapshot``)."""
+        configs, default = self.settings.target_configs(), self.settings.default_config()
+        return restore(saved, self.router, configs, default)
 
 
 class _Batch(WriteStep):
@@ -207,11 +212,19 @@ class _Batch(WriteStep):
         commands = self.p.store.intent(self.batch, applied)
         # 2. operator commands
         for cmd in commands:
+            # A command the coordinator cannot take (a mistyped shard, a replacement that
+            # does not parse, a strict target's conflict, words that do not split) is a
+            # recorded command error, and the coordinator is as before it: the batch goes
+            # on. Only the sink work of a command it took can fail the batch.
+            before = snapshot(self.c)
             try:
-                self.ex.run(self.c.command(parse_command(cmd["words"])))
-            except (CommandError, OperatorError) as e:
+                decisions = self.c.command(parse_command(cmd["words"]))
+            except (ShardMergeError, ValueError) as e:
+                self.c = self.ex.c = self.p.coordinator_from(before)
                 self.stats.command_errors.append(f"{cmd['words']}: {e}")
-                log.error("operator command %r failed: %s", cmd["words"], e)
+                log.error("operator command %r refused: %s", cmd["words"], e)
+            else:
+                self.ex.run(decisions)
             applied.add(cmd["id"])
         obs.lap("commands")
         self.step("read and decode")

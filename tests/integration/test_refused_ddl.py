@@ -50,9 +50,19 @@ def test_a_change_delta_cannot_make_waits_for_the_operator(kafka, spark, tmp_pat
     df.withColumn("a", F.col("a").cast("string")).write.format("delta").mode("overwrite").option(
         "overwriteSchema", "true"
     ).save(path)
-    StateStore(spark, p.settings.checkpoint).submit("unlock shop.t --retry")
+    store = StateStore(spark, p.settings.checkpoint)
+    # Mistyped commands in the same batch are recorded errors; they do not stop the job,
+    # and the good command after them is applied.
+    store.submit("unlock shop.t --shard o'brien --action skip")  # words that do not split
+    store.submit(f"unlock shop.t --shard {p.source}.db.t9 --action skip")  # not held
+    store.submit("unlock shop.t --retry")
     p.send(row(p, "t2", {"id": 6, "a": "six"}, TEXT))
     p.run()
+    latest = store.latest()
+    assert latest is not None
+    errors = latest[1]["stats"]["command_errors"]
+    assert len(errors) == 2, errors
+    assert "o'brien" in errors[0] and f"{p.source}.db.t9 is not held" in errors[1]
     assert p.lock()["stage"] == "none" and p.lock()["blocked"] == []
     assert p.rows() == [
         {"id": 1, "a": "1"},
