@@ -15,16 +15,20 @@ the shards sorted into the few views the rules read:
 - the shards in conflict.
 
 The index is fed by :class:`ShardTable`, the mapping of a target's shards (putting a
-shard in indexes it, taking it out unindexes it), and by ``ShardState`` itself, which
-reports every assignment to a field a view reads. Code that changes a shard assigns its
-fields (``st.pending = [*st.pending, ddl]``) and never mutates them in place.
+shard in indexes it, taking it out unindexes it; a table made from many shards, as restore
+makes one, indexes them in one pass), and by ``ShardState`` itself, which reports every
+assignment to a field a view reads to the index it holds a weak reference to. Code that
+changes a shard assigns its fields (``st.pending = [*st.pending, ddl]``) and never mutates
+them in place.
 """
 
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections import OrderedDict
-from collections.abc import Hashable, Iterator, KeysView, MutableMapping, ValuesView
+from collections.abc import Hashable, Iterable, Iterator, KeysView, MutableMapping, ValuesView
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
 from coordinator.ids import ShardId
@@ -50,30 +54,53 @@ class _Group:
     shard keeps its place among the shards), so the group is an insertion-ordered mapping,
     sorted again only after one arrived out of order. An OrderedDict, because shards leave
     from the front (the first shard of a rollout changes schema first) and a dict would
-    scan the holes they leave each time its first entry is asked for."""
+    scan the holes they leave each time its first entry is asked for. Each member's order
+    is kept apart, in ``orders``: no tuple per member for the garbage collector to walk."""
 
-    __slots__ = ("members", "ordered")
+    __slots__ = ("members", "ordered", "orders")
 
     def __init__(self) -> None:
-        self.members: OrderedDict[int, tuple[Any, ShardState]] = OrderedDict()
+        self.members: OrderedDict[int, ShardState] = OrderedDict()
+        self.orders: dict[int, Any] = {}
         self.ordered = True
 
+    @classmethod
+    def of(cls, members: list[tuple[Any, ShardState]]) -> _Group:
+        """A group of ``(order, shard)`` members, sorted once (stably: members of one order
+        keep the order they came in, as :meth:`add` keeps them)."""
+        members.sort(key=_ORDER)
+        orders, states = zip(*members, strict=True) if members else ((), ())
+        keys = list(map(id, states))
+        group = cls()
+        group.members = OrderedDict(zip(keys, states, strict=True))
+        group.orders = dict(zip(keys, orders, strict=True))
+        return group
+
     def add(self, st: ShardState, order: Any) -> None:
-        if self.ordered and self.members and order < self.members[next(reversed(self.members))][0]:
+        key = id(st)
+        if self.ordered and self.members and order < self.orders[next(reversed(self.members))]:
             self.ordered = False
-        self.members[id(st)] = (order, st)
+        self.members[key] = st
+        self.orders[key] = order
+
+    def discard(self, st: ShardState) -> None:
+        key = id(st)
+        del self.members[key]
+        del self.orders[key]
 
     def first(self) -> tuple[Any, ShardState]:
         self._sort()
-        return next(iter(self.members.values()))
+        key, st = next(iter(self.members.items()))
+        return self.orders[key], st
 
     def shards(self) -> list[ShardState]:
         self._sort()
-        return [st for _, st in self.members.values()]
+        return list(self.members.values())
 
     def _sort(self) -> None:
         if not self.ordered:
-            self.members = OrderedDict(sorted(self.members.items(), key=lambda kv: kv[1][0]))
+            orders = self.orders
+            self.members = OrderedDict(sorted(self.members.items(), key=lambda kv: orders[kv[0]]))
             self.ordered = True
 
 
@@ -95,7 +122,7 @@ class _View:
 
     def discard(self, key: Hashable, st: ShardState) -> None:
         group = self.groups[key]
-        del group.members[id(st)]
+        group.discard(st)
         if not group.members:
             del self.groups[key]
         self.size -= 1
@@ -115,9 +142,14 @@ class _View:
         return [(key, first[1]) for first, key in firsts]
 
 
-# A shard's place in every view: (key, order) per view, in this order.
+_ORDER = itemgetter(0)
+
+# The views, in this order. A shard's keys are one per view (None: not in it); its order in
+# a view is its hold order, (held_seq, place), in _WAITING, _POSTS and _CONFLICTS, and its
+# place among the target's shards in the others (_POST_REASONS is only ever counted).
 _SCHEMAS, _FINALS, _WAITING, _POSTS, _POST_REASONS, _CONFLICTS = range(6)
-Keys = tuple[tuple[Hashable, Any], ...]
+_BY_HOLD = (False, False, True, True, False, True)
+Keys = tuple[Hashable, Hashable, Hashable, Hashable, Hashable, Hashable]
 
 
 class ShardIndex:
@@ -127,6 +159,11 @@ class ShardIndex:
         self.refused = refused  # the downstream refused a change: every shard waits
         self.views = tuple(_View() for _ in range(6))
         self.states: dict[int, ShardState] = {}
+        # What a shard keeps of its index: a weak reference, so that a coordinator is freed
+        # as soon as it is dropped (the job drops one every batch), not left for the garbage
+        # collector's next full pass; the shards and the index would otherwise refer to each
+        # other, and so would every object of the coordinator.
+        self.ref = weakref.ref(self)
 
     # --- what the rules read ---------------------------------------------------------
 
@@ -178,50 +215,94 @@ class ShardIndex:
     # --- upkeep ----------------------------------------------------------------------
 
     def keys(self, st: ShardState) -> Keys:
-        order: int = st.__dict__["_index_order"]
-        hold = (st.held_seq, order)
+        """``st``'s key in each view (None: not in it)."""
         waits = bool(st.pending) or st.awaiting is not None or self.refused
         admitted = st.admitted
         post = (st.schema, st.post) if waits and st.post is not None else None
         return (
-            (st.schema if admitted else None, order),
-            (st.final if admitted else None, order),
-            (True if waits else None, hold),
-            (post, hold),
-            (None if post is None else (post, st.conflict), 0),
-            ((waits if st.conflict else None), hold),
+            st.schema if admitted else None,
+            st.final if admitted else None,
+            True if waits else None,
+            post,
+            None if post is None else (post, st.conflict),
+            (waits if st.conflict else None),
         )
 
     def attach(self, st: ShardState, order: int) -> None:
-        object.__setattr__(st, "_index", self)
-        object.__setattr__(st, "_index_order", order)
+        fields = st.__dict__
+        held = st.held_seq
         keys = self.keys(st)
-        for view, (key, at) in zip(self.views, keys, strict=True):
+        for view, key, by_hold in zip(self.views, keys, _BY_HOLD, strict=True):
             if key is not None:
-                view.add(key, st, at)
-        object.__setattr__(st, "_index_keys", keys)
+                view.add(key, st, (held, order) if by_hold else order)
+        fields["_index"] = self.ref
+        fields["_index_order"] = order
+        fields["_index_held"] = held
+        fields["_index_keys"] = keys
         self.states[id(st)] = st
 
+    def attach_all(self, states: Iterable[ShardState]) -> None:
+        """Index ``states``, the n-th at order n, into an index that has no shard yet.
+
+        Restoring the state puts thousands of shards in at once: each view's groups are
+        collected in one pass and sorted once, instead of one insert per shard."""
+        if self.states:
+            raise ValueError("attach_all is for an index that has no shard yet")
+        collected: list[dict[Hashable, list[tuple[Any, ShardState]]]] = [{} for _ in self.views]
+        # The members of a key by the key's id as well: restored shards of one shape share
+        # one schema object, which finds its group without comparing schemas. (Every key is
+        # kept by its shard until the end: no id is reused meanwhile.)
+        by_id: list[dict[int, list[tuple[Any, ShardState]]]] = [{} for _ in self.views]
+        for order, st in enumerate(states):
+            fields = st.__dict__
+            held = st.held_seq
+            keys = self.keys(st)
+            for groups, known, key, by_hold in zip(collected, by_id, keys, _BY_HOLD, strict=True):
+                if key is None:
+                    continue
+                member = ((held, order) if by_hold else order, st)
+                members = known.get(id(key))
+                if members is None:
+                    members = groups.get(key)
+                    if members is None:
+                        members = groups[key] = []
+                    known[id(key)] = members
+                members.append(member)
+            fields["_index"] = self.ref
+            fields["_index_order"] = order
+            fields["_index_held"] = held
+            fields["_index_keys"] = keys
+            self.states[id(st)] = st
+        for view, groups in zip(self.views, collected, strict=True):
+            for key, members in groups.items():
+                view.groups[key] = _Group.of(members)
+                view.size += len(members)
+
     def detach(self, st: ShardState) -> None:
-        for view, (key, _) in zip(self.views, st.__dict__["_index_keys"], strict=True):
+        for view, key in zip(self.views, st.__dict__["_index_keys"], strict=True):
             if key is not None:
                 view.discard(key, st)
         del self.states[id(st)]
-        for name in ("_index", "_index_order", "_index_keys"):
+        for name in ("_index", "_index_order", "_index_held", "_index_keys"):
             del st.__dict__[name]
 
     def update(self, st: ShardState) -> None:
         """``st`` changed a field a view reads: move it where its keys now say."""
-        old: Keys = st.__dict__["_index_keys"]
+        fields = st.__dict__
+        old: Keys = fields["_index_keys"]
+        held = st.held_seq
+        moved = held != fields["_index_held"]  # a new hold order: out of, and back into, views
+        fields["_index_held"] = held
+        order = fields["_index_order"]
         new = self.keys(st)
-        for view, (old_key, old_at), (key, at) in zip(self.views, old, new, strict=True):
-            if old_at == at and (old_key is key or old_key == key):
+        for view, old_key, key, by_hold in zip(self.views, old, new, _BY_HOLD, strict=True):
+            if (old_key is key or old_key == key) and not (moved and by_hold):
                 continue
             if old_key is not None:
                 view.discard(old_key, st)
             if key is not None:
-                view.add(key, st, at)
-        object.__setattr__(st, "_index_keys", new)
+                view.add(key, st, (held, order) if by_hold else order)
+        fields["_index_keys"] = new
 
     def set_refused(self, refused: bool) -> None:
         if refused != self.refused:
@@ -244,11 +325,12 @@ class ShardTable(MutableMapping[ShardId, "ShardState"]):
     ) -> None:
         self.index = ShardIndex(refused)
         self._shards: dict[ShardId, ShardState] = {}
-        self._order: dict[ShardId, int] = {}
-        self._next = 0
+        self._next = 0  # the order of the next new shard (a shard keeps its own in the index)
         self.stamp = next(_STAMPS)  # new whenever a shard comes or goes, unique per table
-        for shard, st in (shards or {}).items():
-            self[shard] = st
+        if shards:  # all at once: one pass per view (see ShardIndex.attach_all)
+            self._shards = dict(shards)
+            self._next = len(self._shards)
+            self.index.attach_all(self._shards.values())
 
     def __getitem__(self, shard: ShardId) -> ShardState:
         return self._shards[shard]
@@ -256,10 +338,10 @@ class ShardTable(MutableMapping[ShardId, "ShardState"]):
     def __setitem__(self, shard: ShardId, st: ShardState) -> None:
         old = self._shards.get(shard)
         if old is not None:
+            order: int = old.__dict__["_index_order"]
             self.index.detach(old)
-        order = self._order.get(shard)
-        if order is None:
-            order = self._order[shard] = self._next
+        else:
+            order = self._next
             self._next += 1
         self._shards[shard] = st
         self.index.attach(st, order)
@@ -267,7 +349,6 @@ class ShardTable(MutableMapping[ShardId, "ShardState"]):
 
     def __delitem__(self, shard: ShardId) -> None:
         st = self._shards.pop(shard)
-        del self._order[shard]
         self.index.detach(st)
         self.stamp = next(_STAMPS)
 

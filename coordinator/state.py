@@ -24,13 +24,18 @@ on restore) is still read: see :mod:`coordinator._state_v1`.
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from coordinator import _state_v1
 from coordinator.coordinator import DEFAULT_CONFIG, Coordinator, DDLOrigin, Ghost, TargetConfig
 from coordinator.decisions import ApplyDDL, Decision, Hold, Release, Truncate
 from coordinator.ids import ShardId, TargetId
+from coordinator.index import ShardTable
 from coordinator.routing import Extract, Router
 from coordinator.target import PendingDDL, Refusal, ShardState, Target
 from schemas.changes import AlterSpec, AlterTable, CreateTable, TruncateTable
@@ -66,7 +71,33 @@ class StateError(ShardMergeError):
 # --- saving -----------------------------------------------------------------------------
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while saving or restoring, if it runs.
+
+    At 4,096 shards each allocates tens of thousands of containers, none of them garbage (a
+    snapshot's are freed by reference counting once written; restore's are the new state).
+    Every 700 of them (Python's default threshold) would start a collection that walks
+    them, and now and then a full one that walks the whole heap, up to 0.1 s, to find
+    nothing. Paused, the collector keeps counting them and collects the young generations
+    once, at the first allocation after: the usual way to build many objects at once. The
+    pause is process-wide, so it covers this module's work only."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def snapshot(c: Coordinator) -> dict[str, Any]:
+    with _collector_paused():
+        return _snapshot(c)
+
+
+def _snapshot(c: Coordinator) -> dict[str, Any]:
     w = _Writer()
     targets = [w.target(t) for t in c.targets.values()]
     ghosts = [
@@ -97,9 +128,11 @@ def _json(value: Any, *where: object) -> Any:
     t = type(value)
     if t is str or t is int or t is bool or value is None:
         return value
-    if t is list:
+    if t is list:  # a binlog position: a few strings and numbers, checked without a call each
         for v in value:
-            _json(v, *where)
+            t = type(v)
+            if not (t is str or t is int or t is bool or v is None):
+                _json(v, *where)
         return value
     if t is float and math.isfinite(value):
         return value
@@ -267,9 +300,10 @@ def restore(
             )
         )
     try:
-        if version == 1:
-            data = snapshot(_state_v1.restore(data, router, configs, default))
-        return _restore(data, router, configs, default)
+        with _collector_paused():
+            if version == 1:
+                data = _snapshot(_state_v1.restore(data, router, configs, default))
+            return _restore(data, router, configs, default)
     except StateError:
         raise
     except (ShardMergeError, KeyError, IndexError, TypeError, ValueError) as e:
@@ -315,6 +349,7 @@ class _Reader:
             raise StateError(f"a schema in the saved state cannot be read: {e}") from e
         self._named: dict[tuple[int, str], TableSchema] = {}
         self._shards: dict[str, ShardId] = {}  # a shard is named in several places
+        self._pairs: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
 
     def shard(self, text: str) -> ShardId:
         shard = self._shards.get(text)
@@ -336,6 +371,11 @@ class _Reader:
     def specs(self, i: int) -> tuple[AlterSpec, ...]:
         return self._specs[i]
 
+    def pairs(self, raw: list[list[str]]) -> tuple[tuple[str, str], ...]:
+        """A column rename's (old, new) pairs: shards that ran one rename share one tuple."""
+        pairs = tuple((old, new) for old, new in raw)
+        return self._pairs.setdefault(pairs, pairs)
+
     def pending(self, raw: dict[str, Any]) -> PendingDDL:
         change: AlterTable | TruncateTable | CreateTable | None = None
         if "table" in raw:
@@ -351,27 +391,27 @@ class _Reader:
         return PendingDDL(raw["sql"], raw.get("position"), change, raw.get("error"))
 
 
+# What a saved shard leaves out: its fields at their defaults (and empty lists).
+_SHARD_DEFAULTS = {
+    f.name: f.default
+    for f in dataclasses.fields(ShardState)
+    if f.default is not dataclasses.MISSING
+}
+
+
 def _shard_from_json(raw: dict[str, Any], r: _Reader) -> ShardState:
-    shard = r.shard(raw["shard"])
+    fields = _SHARD_DEFAULTS | raw  # a key that is not a field: refused by ShardState.of
+    fields["shard"] = shard = r.shard(raw["shard"])
     name = shard.table
-    post = raw.get("post")
-    return ShardState(
-        shard=shard,
-        version=raw["version"],
-        schema=r.schema(raw["schema"], name),
-        pending=[r.pending(d) for d in raw["pending"]] if "pending" in raw else [],
-        post=None if post is None else r.schema(post, name),
-        held_seq=raw.get("held_seq", 0),
-        project=raw.get("project", False),
-        conflict=raw.get("conflict"),
-        awaiting=raw.get("awaiting"),
-        admitted=raw.get("admitted", True),
-        renamed=[(p, tuple((o, n) for o, n in pairs)) for p, pairs in raw["renamed"]]
-        if "renamed" in raw
-        else [],
-        last_alter=raw.get("last_alter"),
-        fingerprint=raw.get("fingerprint"),
-    )
+    fields["schema"] = r.schema(raw["schema"], name)
+    fields["pending"] = [r.pending(d) for d in raw["pending"]] if "pending" in raw else []
+    if "post" in raw:
+        fields["post"] = r.schema(raw["post"], name)
+    if "renamed" in raw:
+        fields["renamed"] = [(p, r.pairs(pairs)) for p, pairs in raw["renamed"]]
+    else:
+        fields["renamed"] = []
+    return ShardState.of(fields)
 
 
 def _decision_from_json(raw: dict[str, Any], r: _Reader) -> Decision:
@@ -404,11 +444,10 @@ def _target_from_json(raw: dict[str, Any], r: _Reader) -> Target:
         ready=[r.shard(s) for s in raw["ready"]],
         owed={r.shard(s): r.pending(d) for s, d in raw["owed"]},
     )
-    for s in raw["shards"]:
-        st = _shard_from_json(s, r)
-        t.shards[st.shard] = st
     refused = raw["refused"]
     if refused is not None:
         deferred = [_decision_from_json(d, r) for d in refused["deferred"]]
         t.refused = Refusal(refused["why"], deferred)
+    states = [_shard_from_json(s, r) for s in raw["shards"]]
+    t.shards = ShardTable({st.shard: st for st in states}, refused=refused is not None)
     return t

@@ -10,6 +10,7 @@ and running DDL downstream happen one way only.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -90,14 +91,29 @@ class ShardState:
     # yet); a row with another one is ahead of a DDL (coordinator.fingerprints).
     fingerprint: str | None = None
 
+    @classmethod
+    def of(cls, fields: dict[str, Any]) -> ShardState:
+        """A shard from every one of its fields (a dict it keeps), as restoring the state
+        makes thousands: the dataclass constructor would assign each field through
+        ``__setattr__``, a call per field for a shard that is in no index yet."""
+        if fields.keys() != _SHARD_FIELDS:
+            missing = sorted(_SHARD_FIELDS - fields.keys())
+            unknown = sorted(fields.keys() - _SHARD_FIELDS)
+            raise TypeError(f"a shard state's fields: missing {missing}, unknown {unknown}")
+        st = cls.__new__(cls)
+        object.__setattr__(st, "__dict__", fields)
+        return st
+
     def __setattr__(self, name: str, value: Any) -> None:
         fields = self.__dict__
-        index: ShardIndex | None = fields.get("_index")
-        if index is None or name not in INDEXED_FIELDS:
+        ref: weakref.ref[ShardIndex] | None = fields.get("_index")
+        if ref is None or name not in INDEXED_FIELDS:
             object.__setattr__(self, name, value)
         elif name == "pending" or fields[name] is not value:  # the same value: no change
             object.__setattr__(self, name, value)
-            index.update(self)
+            index = ref()
+            if index is not None:  # else its table is gone, and the shard with it
+                index.update(self)
 
     def altered_at(self, position: Position) -> None:
         """An ALTER of this shard's table took effect at ``position``: rows before it are of
@@ -112,6 +128,9 @@ class ShardState:
     @property
     def final(self) -> TableSchema:
         return self.post if self.post is not None else self.schema
+
+
+_SHARD_FIELDS = frozenset(f.name for f in dataclasses.fields(ShardState))
 
 
 @dataclass

@@ -3,7 +3,9 @@ previous version still read, a newer one refused, nothing saved by guesswork."""
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from datetime import datetime
 from pathlib import Path
 from typing import get_args
@@ -25,6 +27,7 @@ from coordinator import (
 from coordinator.scenario.memory import MemoryEngine
 from coordinator.scenario.model import load_scenario
 from coordinator.state import VERSION, StateError
+from coordinator.target import ShardState
 from schemas import parse_create_table
 from schemas.changes import AlterSpec, AlterTable
 from schemas.codec import specs_from_json, specs_to_json
@@ -145,6 +148,55 @@ def test_a_restored_state_is_the_same_state_and_decides_the_same() -> None:
     assert [v.__dict__ for v in again.locks()] == [v.__dict__ for v in c.locks()]
     assert later_events(again) == later_events(c)
     assert snapshot(again) == snapshot(c)
+
+
+def test_restored_shards_have_every_field_of_a_shard() -> None:
+    """Restore builds shard states from their fields directly (no constructor): one with a
+    field missing, or an unknown one, is refused rather than made."""
+    c = through_json(streaming_like())
+    made = ShardState(shard(0), 1, parse_create_table(BASE.format(t="orders_0")))
+    for st in c.targets[T].shards.values():
+        assert {k for k in vars(st) if not k.startswith("_index")} == set(vars(made))
+    fields = dict(vars(made))
+    assert ShardState.of(dict(fields)) == made
+    del fields["fingerprint"]
+    with pytest.raises(TypeError, match=r"missing \['fingerprint'\], unknown \[\]"):
+        ShardState.of(dict(fields))
+    with pytest.raises(TypeError, match=r"missing \[\], unknown \['colour'\]"):
+        ShardState.of({**vars(made), "colour": "red"})
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_saving_and_restoring_leave_the_garbage_collector_as_they_found_it(enabled: bool) -> None:
+    c = streaming_like()
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        through_json(c)
+        assert gc.isenabled() is enabled
+        with pytest.raises(StateError):
+            restore({**snapshot(c), "targets": [{}]}, c.router, c.configs)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize("restored", [False, True])
+def test_a_dropped_coordinator_is_freed_at_once(restored: bool) -> None:
+    """The job drops its coordinator every batch for the one restored from the state: no
+    reference cycle keeps it for the garbage collector's next full pass."""
+    c = through_json(streaming_like()) if restored else streaming_like()
+    parts: list[object] = [c, *c.targets.values()]
+    for t in c.targets.values():
+        parts += [t.shards, t.index, *t.shards.values()]
+    dropped = [weakref.ref(part) for part in parts]
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        del c, t, parts
+        assert [ref() for ref in dropped if ref() is not None] == []
+    finally:
+        (gc.enable if was else gc.disable)()
 
 
 def test_each_distinct_schema_and_alter_is_saved_once() -> None:
