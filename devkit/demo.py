@@ -70,7 +70,7 @@ def cli_main(argv: list[str]) -> int:
     parser.add_argument(
         "--rate",
         type=int,
-        default=10_000,
+        default=2_500,
         help="row changes and DDL written per second, as a live upstream would (0: at once)",
     )
     parser.add_argument(
