@@ -36,7 +36,7 @@ from pyspark.sql import SparkSession
 from streaming.config import Settings, SourceSettings, anchored
 from streaming.hadoop_fs import HadoopFs, join
 
-__all__ = ["DEBEZIUM_SCHEMA_TOPICS", "CaughtUp", "schema_topic_regex"]
+__all__ = ["DEBEZIUM_SCHEMA_TOPICS", "CaughtUp", "offsets_log", "schema_topic_regex"]
 
 log = logging.getLogger("shardmerge.caught_up")
 
@@ -68,7 +68,7 @@ class CaughtUp:
         known = [schema_topic_regex(s) for s in self.settings.sources]
         if not any(known):
             return []
-        logged = self._offset_lines(batch)
+        logged = offsets_log(self.spark, join(self.settings.checkpoint, "spark"), batch)
         if logged is None:
             return []
         planned, lines = logged
@@ -114,18 +114,6 @@ class CaughtUp:
             out.append(source)
         return out
 
-    def _offset_lines(self, batch: int) -> tuple[int, list[str]] | None:
-        """When Spark planned ``batch`` (ms) and its offsets, a line per Kafka source."""
-        folder = join(self.settings.checkpoint, "spark", "offsets")
-        fs = HadoopFs(self.spark, folder)
-        uri = join(folder, str(batch))
-        if not fs.exists(uri):
-            return None  # a batch not run by a streaming query (a test calling the processor)
-        lines = fs.read(uri).decode("utf-8").splitlines()
-        # "v1", the batch's metadata, then the sources
-        planned = int(json.loads(lines[1])["batchTimestampMs"])
-        return planned, [line for line in lines[2:] if line.strip()]
-
     def _latest(self, partitions: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
         if not partitions:
             return {}
@@ -148,6 +136,27 @@ class CaughtUp:
             return {(tp.topic(), int(tp.partition())): int(got.get(tp)) for tp in got.keySet()}
         finally:
             consumer.close(jvm.java.time.Duration.ZERO)
+
+
+def offsets_log(
+    spark: SparkSession, checkpoint: str, batch: int | None = None
+) -> tuple[int, list[str]] | None:
+    """When Spark planned ``batch`` (default: the latest) of the streaming ``checkpoint``, in
+    ms, and its offsets, a line per source of the query; None when it has no such batch."""
+    folder = join(checkpoint, "offsets")
+    fs = HadoopFs(spark, folder)
+    if batch is None:
+        batches = [int(n) for n in fs.names(folder) if n.isdigit()]
+        if not batches:
+            return None
+        batch = max(batches)
+    uri = join(folder, str(batch))
+    if not fs.exists(uri):
+        return None  # a batch not run by a streaming query (a test calling the processor)
+    lines = fs.read(uri).decode("utf-8").splitlines()
+    # "v1", the batch's metadata, then the sources
+    planned = int(json.loads(lines[1])["batchTimestampMs"])
+    return planned, [line for line in lines[2:] if line.strip()]
 
 
 def _offsets(line: str) -> dict[tuple[str, int], int]:

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from streaming.batch import BatchProcessor
-from streaming.caught_up import schema_topic_regex
+from streaming.caught_up import offsets_log, schema_topic_regex
 from streaming.config import Settings, SourceSettings, anchored, load_settings
 from streaming.hadoop_fs import join
 
@@ -40,7 +40,9 @@ log = logging.getLogger("shardmerge.job")
 KAFKA_SOURCE_DEFAULTS = {"fetch.max.wait.ms": "20", "max.poll.records": "5000"}
 
 
-def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
+def read_kafka(
+    spark: SparkSession, settings: Settings, layout: list[bool] | None = None
+) -> DataFrame:
     """One stream over every configured source; ``__fmt`` tells each record's format.
 
     A source with a schema-change topic is read by two Kafka sources: its data topics with
@@ -54,7 +56,7 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
     A checkpoint made before a source had its schema-change reader keeps its layout (Spark
     refuses a query whose number of sources changed): the job says so and reads that
     source as before (:func:`source_layout`)."""
-    split = source_layout(spark, settings)
+    split = layout if layout is not None else source_layout(spark, settings)
     frames = []
     for source, apart in zip(settings.sources, split, strict=True):
         limited = settings.kafka.max_offsets_per_trigger
@@ -129,16 +131,8 @@ def layout_for(settings: Settings, have: int | None) -> list[bool]:
 def checkpoint_sources(spark: SparkSession, checkpoint: str) -> int | None:
     """How many sources the streaming checkpoint's latest offsets record, or None when it
     has none yet."""
-    from streaming.hadoop_fs import HadoopFs
-
-    folder = join(checkpoint, "offsets")
-    fs = HadoopFs(spark, checkpoint)
-    batches = [int(n) for n in fs.names(folder) if n.isdigit()]
-    if not batches:
-        return None
-    lines = fs.read(join(folder, str(max(batches)))).decode("utf-8").splitlines()
-    # "v1", the batch metadata, then one line per source
-    return len([line for line in lines[2:] if line.strip()])
+    logged = offsets_log(spark, checkpoint)
+    return None if logged is None else len(logged[1])
 
 
 def kafka_source_options() -> dict[str, str]:
@@ -188,7 +182,7 @@ def build_query(
     processor: BatchProcessor | None = None,
 ) -> tuple[StreamingQuery, BatchProcessor]:
     processor = processor or BatchProcessor(spark, settings)
-    processor.caught_up.layout = source_layout(spark, settings)
+    layout = processor.caught_up.layout = source_layout(spark, settings)
     every = settings.stash_maintenance_every
 
     def batch(df: DataFrame, batch_id: int) -> None:
@@ -197,7 +191,7 @@ def build_query(
             maintain_stash(df.sparkSession, processor.stash_path)
 
     writer = (
-        read_kafka(spark, settings)
+        read_kafka(spark, settings, layout)
         .writeStream.foreachBatch(batch)
         .option("checkpointLocation", join(settings.checkpoint, "spark"))
         .queryName("shardmerge")
