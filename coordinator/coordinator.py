@@ -21,6 +21,7 @@ from coordinator.ids import Position, ShardId, TargetId
 from coordinator.locks import LockRules, OperatorError
 from coordinator.optimistic import OptimisticRules, join_all
 from coordinator.pessimistic import PessimisticRules
+from coordinator.policy import Policy
 from coordinator.routing import Router, TableKind
 from coordinator.target import Mode, PendingDDL, Refusal, ShardState, Stage, Target
 from schemas.changes import (
@@ -58,6 +59,7 @@ class UnknownShardError(ShardMergeError):
 class TargetConfig:
     mode: Mode = "optimistic"
     strict: bool = False
+    policy: Policy = field(default_factory=Policy)  # schema-change policy per DDL kind
 
 
 DEFAULT_CONFIG = TargetConfig()
@@ -410,9 +412,11 @@ class Coordinator:
                 if st is not None:
                     self._lock_ddl(st, PendingDDL(sql, position, change), out)
             case DropTable(table, _):
+                self._note_table(self._table(shard, table), sql, "drop_table")
                 self._drop(self._table(shard, table), out)
             case DropDatabase(name, _):
                 for s in [s for s in self.where if s.source == shard.source and s.db == name]:
+                    self._note_table(s, sql, "drop_table")
                     self._drop(s, out)
                 for s in [s for s in self.ghosts if s.source == shard.source and s.db == name]:
                     del self.ghosts[s]
@@ -439,11 +443,18 @@ class Coordinator:
                 return
             self._drop(shard, out)  # re-created without a DROP we saw: a new incarnation
         ddl = PendingDDL(sql, position, CreateTable(TableName(shard.table), schema))
-        self._create(shard, schema, ddl, out)
+        self._create(shard, schema, ddl, out, by_ddl=True)
 
     def _create(
-        self, shard: ShardId, schema: TableSchema, ddl: PendingDDL, out: list[Decision]
+        self,
+        shard: ShardId,
+        schema: TableSchema,
+        ddl: PendingDDL,
+        out: list[Decision],
+        by_ddl: bool = False,
     ) -> None:
+        """``shard`` joins its target; ``by_ddl``: by a CREATE TABLE, which the target's
+        ``create_table`` policy decides (the first table of a target always creates it)."""
         route = self.router.route(shard)
         if route is None:
             return
@@ -452,16 +463,31 @@ class Coordinator:
         if t is None:
             config = self.configs.get(tid, self.default)
             t = Target(
-                tid, config.mode, config.strict, route.extract, applied=schema.renamed(tid.table)
+                tid,
+                config.mode,
+                config.strict,
+                route.extract,
+                applied=schema.renamed(tid.table),
+                policy=config.policy,
             )
             self.targets[tid] = t
             out.append(CreateTarget(tid, t.downstream() or schema))
+            by_ddl = False
+        word = t.policy.word("create_table") if by_ddl and t.applied is not None else "forward"
+        if word != "forward":
+            t.note_policy(shard, ddl.sql, "create_table", word)
+            if word != "fail" and t.applied is not None:
+                schema = t.applied  # ignored: it joins as the downstream is, rows projected
         version = self.versions.get(shard, 0) + 1
         self.versions[shard] = version
         st = ShardState(shard, version, schema.renamed(shard.table), admitted=False)
         t.shards[shard] = st
         self.where[shard] = tid
-        RULES[t.mode].admit(t, st, ddl, out)
+        if word == "fail":
+            RULES[t.mode].fail_by_policy(t, st, ddl, "create_table", word, out)
+        else:
+            RULES[t.mode].admit(t, st, ddl, out)
+            st.project = st.project or word != "forward"
         if self.unregistered.pop(shard, None) is not None and not st.held:
             out.append(Release(tid, shard, version, None, st.project))
 
@@ -593,7 +619,19 @@ class Coordinator:
             elif old in cut_over:
                 continue  # the real table moves aside for its shadow: not a change
             else:
+                self._note_table(old, sql, "rename_table")
                 self._rename(old, new, out)
+
+    def _note_table(self, shard: ShardId, sql: str, kind: str) -> None:
+        """A DROP or RENAME TABLE is taken whatever the policy (the upstream table is gone
+        or moved; no lock can wait for it): a word other than ``forward`` is recorded."""
+        tid = self.where.get(shard)
+        if tid is None:
+            return
+        t = self.targets[tid]
+        word = t.policy.word(kind)
+        if word != "forward":
+            t.note_policy(shard, sql, kind, word)
 
     def _rename(self, old: ShardId, new: ShardId, out: list[Decision]) -> None:
         tid = self.where.get(old)

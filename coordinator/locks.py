@@ -8,6 +8,7 @@ to ``out``; they never perform I/O.
 from __future__ import annotations
 
 from coordinator.decisions import Decision
+from coordinator.policy import Word, alter_verdict, partition_kind
 from coordinator.target import PendingDDL, ShardState, Target
 from schemas.changes import AlterTable, CreateTable, TruncateTable
 from schemas.ddl import apply
@@ -28,6 +29,11 @@ class LockRules:
     # --- entry point for a DDL of a shard that is not held ---------------------------
 
     def on_ddl(self, t: Target, st: ShardState, ddl: PendingDDL, out: list[Decision]) -> None:
+        if t.policy:
+            left = self.by_policy(t, st, ddl, out)
+            if left is None:
+                return
+            ddl = left
         if ddl.change is None:
             reason = f"cannot parse DDL {ddl.sql!r}: {ddl.error}"
             t.fail_strict(st, ddl, reason)
@@ -47,6 +53,60 @@ class LockRules:
         self, t: Target, st: ShardState, ddl: PendingDDL, change: AlterTable, out: list[Decision]
     ) -> None:
         raise NotImplementedError
+
+    def by_policy(
+        self, t: Target, st: ShardState, ddl: PendingDDL, out: list[Decision]
+    ) -> PendingDDL | None:
+        """The target's schema-change policy, before the lock rules
+        (:mod:`coordinator.policy`): the DDL left to them, or None when the policy decided
+        alone (ignored: the shard goes on; failed: the shard is held in ``conflict``)."""
+        change = ddl.change
+        if isinstance(change, AlterTable):
+            verdict = alter_verdict(t.policy, change, st.schema)
+            for noted, said in verdict.notes:
+                t.note_policy(st.shard, ddl.sql, noted, said)
+            if verdict.fail is not None:
+                self.fail_by_policy(t, st, ddl, *verdict.fail, out)
+                return None
+            if verdict.project:
+                st.project = True  # its rows may carry what the downstream does not get
+            if verdict.change is None:
+                return None
+            return (
+                ddl
+                if verdict.change is change
+                else PendingDDL(ddl.sql, ddl.position, verdict.change)
+            )
+        if isinstance(change, TruncateTable):
+            kind: str | None = "truncate_table"
+        elif change is None:
+            kind = partition_kind(ddl.sql)
+        else:
+            kind = None  # CREATE TABLE: the coordinator applies `create_table` itself
+        word = "forward" if kind is None else t.policy.word(kind)
+        if kind is None or word == "forward":
+            return ddl
+        t.note_policy(st.shard, ddl.sql, kind, word)
+        if word == "fail":
+            self.fail_by_policy(t, st, ddl, kind, word, out)
+        return None  # ignore / warn: no row is deleted downstream
+
+    def fail_by_policy(
+        self,
+        t: Target,
+        st: ShardState,
+        ddl: PendingDDL,
+        kind: str,
+        word: Word,
+        out: list[Decision],
+    ) -> None:
+        """A ``fail`` policy: the shard is held, stage ``conflict``; never raises."""
+        why = (
+            f"shard {st.shard} ran {ddl.sql!r}: {kind} is {word!r} by the policy of target "
+            f"{t.id}; skip it (`shardmerge unlock {t.id} --shard {st.shard} --action skip`), "
+            "run it downstream (`--action exec`) or replace it"
+        )
+        self.block(t, st, ddl, why, out)
 
     def admit(self, t: Target, st: ShardState, ddl: PendingDDL, out: list[Decision]) -> None:
         """A new shard table joins the target (``st.schema`` is its schema)."""
@@ -111,7 +171,10 @@ class LockRules:
             )
         if isinstance(ddl.change, TruncateTable):
             self.forget(t, st)
-            t.truncate_all(st, out, ddl.position)
+            # This shard's rows where the extract columns tell them apart (a TRUNCATE a
+            # policy held), else every row of the target, as written.
+            if not t.truncate(st, out, ddl.position):
+                t.truncate_all(st, out, ddl.position)
             self.release(t, st, out)
         elif isinstance(ddl.change, CreateTable):
             self.forget(t, st)

@@ -36,6 +36,7 @@ from coordinator.coordinator import DEFAULT_CONFIG, Coordinator, DDLOrigin, Ghos
 from coordinator.decisions import ApplyDDL, Decision, Hold, Release, Truncate
 from coordinator.ids import ShardId, TargetId
 from coordinator.index import ShardTable
+from coordinator.policy import PolicyNote
 from coordinator.routing import Extract, Router
 from coordinator.target import PendingDDL, Refusal, ShardState, Target
 from schemas.changes import AlterSpec, AlterTable, CreateTable, TruncateTable
@@ -231,6 +232,15 @@ class _Writer:
         return out
 
     def target(self, t: Target) -> dict[str, Any]:
+        out = self._target(t)
+        # Written only when there is something (states without them read as before).
+        if t.policy_notes:
+            out["policy_notes"] = [[n.shard, n.sql, n.kind, n.policy] for n in t.policy_notes]
+        if t.policy_counts:
+            out["policy_counts"] = [[k, w, n] for (k, w), n in t.policy_counts.items()]
+        return out
+
+    def _target(self, t: Target) -> dict[str, Any]:
         return {
             "id": str(t.id),
             "mode": t.mode,
@@ -323,6 +333,7 @@ def _restore(
     c = Coordinator(router, configs, default)
     for raw in data["targets"]:
         t = _target_from_json(raw, r)
+        t.policy = c.configs.get(t.id, c.default).policy  # the settings', never saved
         c.targets[t.id] = t
         for shard in t.shards:
             c.where[shard] = t.id
@@ -444,6 +455,8 @@ def _target_from_json(raw: dict[str, Any], r: _Reader) -> Target:
         ready=[r.shard(s) for s in raw["ready"]],
         owed={r.shard(s): r.pending(d) for s, d in raw["owed"]},
     )
+    t.policy_notes = [PolicyNote(*n) for n in raw.get("policy_notes", ())]
+    t.policy_counts = {(k, w): n for k, w, n in raw.get("policy_counts", ())}
     refused = raw["refused"]
     if refused is not None:
         deferred = [_decision_from_json(d, r) for d in refused["deferred"]]

@@ -10,6 +10,7 @@ and running DDL downstream happen one way only.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import weakref
 from collections import Counter
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any, Literal
 from coordinator.decisions import ApplyDDL, Decision, Hold, Release, Truncate
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.index import INDEXED_FIELDS, ShardIndex, ShardTable
+from coordinator.policy import Policy, PolicyNote
 from coordinator.routing import Extract
 from schemas.changes import AlterSpec, AlterTable, CreateTable, TruncateTable
 from schemas.model import Column, ColumnType, TableSchema, name_key
@@ -30,6 +32,9 @@ Stage = Literal["none", "waiting", "conflict"]
 Mode = Literal["optimistic", "pessimistic"]
 
 EXTRACT_TYPE = ColumnType("VARCHAR", length=255)
+POLICY_NOTES_KEPT = 16
+
+log = logging.getLogger("shardmerge.policy")
 
 
 class ConflictError(ShardMergeError):
@@ -161,6 +166,12 @@ class Target:
     ready: list[ShardId] = field(default_factory=list)
     owed: dict[ShardId, PendingDDL] = field(default_factory=dict)  # forced by `exec`
     refused: Refusal | None = None  # the downstream refused a change: all rows wait
+    # The schema-change policy (from the settings, never saved), the latest decisions a
+    # word other than `forward` took, and how many per (kind, word) since the checkpoint
+    # began (saved: the metrics' counter).
+    policy: Policy = field(default_factory=Policy)
+    policy_notes: list[PolicyNote] = field(default_factory=list)
+    policy_counts: dict[tuple[str, str], int] = field(default_factory=dict)
     _extract_counts: tuple[tuple[int, Extract], Counter[tuple[str, ...]]] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -204,6 +215,24 @@ class Target:
         return None if self.applied is None else with_extract(self.applied, self.extract)
 
     # --- shared mechanics ----------------------------------------------------------
+
+    def note_policy(self, shard: ShardId, sql: str, kind: str, word: str) -> None:
+        """A policy other than ``forward`` decided a DDL of ``shard``: keep it (the latest
+        few, for ``shardmerge locks``) and count it."""
+        self.policy_notes = [*self.policy_notes, PolicyNote(str(shard), sql, kind, word)][
+            -POLICY_NOTES_KEPT:
+        ]
+        key = (kind, word)
+        self.policy_counts[key] = self.policy_counts.get(key, 0) + 1
+        if word == "warn":
+            log.warning(
+                "target %s: shard %s ran %r: %s is 'warn' by the target's policy: recorded, "
+                "nothing downstream",
+                self.id,
+                shard,
+                sql,
+                kind,
+            )
 
     def schemas(self) -> list[TableSchema]:
         """The distinct schemas of the admitted shards, in shard order.

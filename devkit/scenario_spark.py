@@ -97,7 +97,11 @@ class _Run:
             kafka=KafkaSettings(bootstrap=self.s.broker.bootstrap),
             sources=[SourceSettings(format="debezium", pattern=pattern or f"{self.run_id}_.*")],
             routes=routes or [RouteSettings(target=scenario.target, extract=extract)],
-            targets={scenario.target: TargetSettings(mode=scenario.mode, strict=scenario.strict)},
+            targets={
+                scenario.target: TargetSettings(
+                    mode=scenario.mode, strict=scenario.strict, policy=scenario.policy
+                )
+            },
             sink=SinkSettings(path=str(self.root / "lake")),
             checkpoint=str(self.root / "checkpoint"),
         )

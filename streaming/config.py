@@ -14,10 +14,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from coordinator.coordinator import TargetConfig
 from coordinator.ids import TargetId
+from coordinator.policy import ALLOWED, Policy, Word
 from coordinator.routing import Extract, Route, Router
 from shardmerge.errors import ShardMergeError
 from streaming.hadoop_fs import join
@@ -116,6 +125,29 @@ class TargetSettings(_Frozen):
         description="a type change Delta cannot make in place (e.g. DECIMAL(5,2) to "
         "DECIMAL(5,3)) rewrites the table in one commit instead of waiting in stage conflict",
     )
+    policy: dict[str, Word] = Field(
+        default_factory=dict,
+        description="schema-change policy per DDL kind (add_column, drop_column, ...): "
+        "forward, ignore, warn, fail, keep (drop_column only); a kind not named is forward",
+    )
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _policy_words(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value  # pydantic says what a mapping is
+        for kind, word in value.items():
+            if kind not in ALLOWED:
+                raise ValueError(f"unknown DDL kind {kind!r}; kinds: {', '.join(ALLOWED)}")
+            if word not in ALLOWED[kind]:
+                raise ValueError(
+                    f"{kind}: {word!r} is not a policy for it; choose one of "
+                    f"{', '.join(ALLOWED[kind])}"
+                )
+        return value
+
+    def config(self) -> TargetConfig:
+        return TargetConfig(self.mode, self.strict, Policy.of(self.policy))
 
 
 class SinkSettings(_Frozen):
@@ -230,12 +262,10 @@ class Settings(_Frozen):
         )
 
     def target_configs(self) -> dict[TargetId, TargetConfig]:
-        return {
-            TargetId.parse(name): TargetConfig(t.mode, t.strict) for name, t in self.targets.items()
-        }
+        return {TargetId.parse(name): t.config() for name, t in self.targets.items()}
 
     def default_config(self) -> TargetConfig:
-        return TargetConfig(self.default_target.mode, self.default_target.strict)
+        return self.default_target.config()
 
     def target_settings(self, target: TargetId) -> TargetSettings:
         return self.targets.get(str(target), self.default_target)

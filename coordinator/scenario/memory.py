@@ -16,6 +16,7 @@ from coordinator.commands import parse_command
 from coordinator.coordinator import Coordinator, TargetConfig
 from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Hold, Release, Truncate
 from coordinator.ids import ShardId, TargetId
+from coordinator.policy import Policy
 from coordinator.routing import Extract, Route, Router
 from coordinator.scenario.downstream import MemoryTable
 from coordinator.scenario.model import Scenario, Step
@@ -33,7 +34,7 @@ def build_coordinator(scenario: Scenario) -> tuple[Coordinator, Router, TargetCo
     extract = Extract(**scenario.extract.model_dump()) if scenario.extract else Extract()
     target = TargetId.parse(scenario.target)
     router = Router((Route(target, extract=extract),))
-    config = TargetConfig(scenario.mode, scenario.strict)
+    config = TargetConfig(scenario.mode, scenario.strict, Policy.of(scenario.policy))
     return Coordinator(router, {target: config}), router, config
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from coordinator.policy import ALLOWED, Word
 from shardmerge.errors import ShardMergeError
 
 __all__ = ["Expect", "Scenario", "ScenarioFileError", "Step", "load_scenario"]
@@ -91,12 +92,25 @@ class Scenario(_Strict):
     name: str
     mode: Literal["optimistic", "pessimistic"]
     strict: bool = False
+    # The target's schema-change policy per DDL kind, as in the job's settings.
+    policy: dict[str, Word] = Field(default_factory=dict)
     target: str = Field(pattern=r"^[^.\s]+\.[^.\s]+$")
     extract: Extract | None = None
     shards: dict[str, str]
     steps: list[Step] = Field(default_factory=list)
     expect: Expect | None = None
     path: str = ""
+
+    @field_validator("policy")
+    @classmethod
+    def _policy_words(cls, value: dict[str, Word]) -> dict[str, Word]:
+        for kind, word in value.items():
+            if word not in ALLOWED.get(kind, ()):
+                raise ValueError(
+                    f"{kind}: {word!r}: kinds are {', '.join(ALLOWED)}; "
+                    f"{kind} takes {', '.join(ALLOWED.get(kind, ()))}"
+                )
+        return value
 
 
 def load_scenario(path: str | Path) -> Scenario:
