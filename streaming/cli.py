@@ -46,8 +46,10 @@ def _locks(args: argparse.Namespace) -> int:
         print("no batch has run yet: no locks", file=sys.stderr)
         return 0
     batch, data = latest
+    policies = _policies(data)
     if args.json:
-        print(json.dumps({"batch": batch, "locks": data["locks"], "stats": data["stats"]}))
+        out = {"batch": batch, "locks": data["locks"], "stats": data["stats"]}
+        print(json.dumps({**out, "policy_decisions": policies}))
         return 0
     print(f"after batch {batch}:")
     print(f"{'target':24} {'mode':12} {'stage':9} {'shards':>6}  held shards / pending DDL")
@@ -60,6 +62,11 @@ def _locks(args: argparse.Namespace) -> int:
             print(f"{'':55}{pending['shard']}: {pending['sql']}")
         if lock.get("conflict"):
             print(f"{'':55}conflict: {lock['conflict']}")
+        for note in policies.get(lock["target"], [])[-POLICY_SHOWN:]:
+            print(
+                f"{'':55}policy {note['kind']}: {note['policy']} decided {note['shard']}: "
+                f"{note['sql']}"
+            )
     failed = store.failure()
     if failed is not None:
         print(f"the job stopped in batch {failed['batch']}: {failed['error']}")
@@ -67,6 +74,21 @@ def _locks(args: argparse.Namespace) -> int:
     if waiting:
         print("commands waiting for the next batch: " + "; ".join(waiting))
     return 0
+
+
+POLICY_SHOWN = 5  # the latest decisions of a schema-change policy shown per target
+
+
+def _policies(data: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
+    """Per target, the latest DDLs its schema-change policy decided (a word other than
+    ``forward``: ignore, warn, fail, keep), as the coordinator state keeps them."""
+    out: dict[str, list[dict[str, str]]] = {}
+    for t in data.get("coordinator", {}).get("targets", []):
+        notes = t.get("policy_notes", [])
+        if notes:
+            keys = ("shard", "sql", "kind", "policy")
+            out[t["id"]] = [dict(zip(keys, n, strict=True)) for n in notes]
+    return out
 
 
 def _unlock(args: argparse.Namespace) -> int:

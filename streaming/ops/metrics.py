@@ -90,6 +90,16 @@ class JobCollector(Collector):
                 if h["since"] is not None:
                     held_since.add_metric([name, h["shard"]], h["since"])
         yield from (stage, shards, held, pending, synced, held_rows, held_since)
+        policy = CounterMetricFamily(
+            "shardmerge_ddl_policy",
+            "shard DDLs a schema-change policy other than forward decided (ignore, warn, fail, "
+            "keep), per target, DDL kind and policy, since the checkpoint began",
+            labels=["target", "kind", "policy"],
+        )
+        for t in locks["targets"]:
+            for c in t["policy_counts"]:
+                policy.add_metric([t["target"], c["kind"], c["policy"]], c["count"])
+        yield policy
         waiting = GaugeMetricFamily(
             "shardmerge_commands_waiting", "operator commands queued for the next micro-batch"
         )

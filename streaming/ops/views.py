@@ -184,6 +184,7 @@ class Views:
                 self._held(t, st, held_rows.get((str(t.id), str(st.shard)), 0))
                 for st in t.held_shards()
             ],
+            **_policy(t),
             "shard_schemas": [
                 {
                     "shard": str(s),
@@ -286,3 +287,18 @@ class Views:
         if self.counts is None:
             return {"by_reason": {}, "latest": [], "as_of": None, "error": None}
         return self.counts.dead_letters()
+
+
+def _policy(t: Target) -> dict[str, Any]:
+    """The target's schema-change policy (the words other than ``forward``), the latest
+    decisions it took, and how many per (kind, word) since the checkpoint began."""
+    return {
+        "policy": dict(t.policy.words),
+        "policy_decisions": [
+            {"shard": n.shard, "sql": n.sql, "kind": n.kind, "policy": n.policy}
+            for n in t.policy_notes
+        ],
+        "policy_counts": [
+            {"kind": k, "policy": w, "count": n} for (k, w), n in sorted(t.policy_counts.items())
+        ],
+    }

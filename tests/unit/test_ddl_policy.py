@@ -264,3 +264,25 @@ def test_the_decisions_survive_a_state_round_trip() -> None:
     for raw in state["targets"]:
         raw.pop("policy_notes"), raw.pop("policy_counts")
     assert restore(state, c.router, c.configs).targets[T].policy_counts == {}
+
+
+def test_locks_show_which_policy_decided() -> None:
+    from streaming.cli import _policies
+    from streaming.ops.views import _policy
+
+    c = coord("optimistic", {"truncate_table": "ignore", "drop_column": "keep"})
+    c.on_ddl(S2, "TRUNCATE TABLE orders", 1)
+    data = json.loads(json.dumps({"coordinator": snapshot(c)}))
+    assert _policies(data) == {
+        str(T): [
+            {
+                "shard": str(S2),
+                "sql": "TRUNCATE TABLE orders",
+                "kind": "truncate_table",
+                "policy": "ignore",
+            }
+        ]
+    }
+    view = _policy(c.targets[T])
+    assert view["policy"] == {"drop_column": "keep", "truncate_table": "ignore"}
+    assert view["policy_counts"] == [{"kind": "truncate_table", "policy": "ignore", "count": 1}]
