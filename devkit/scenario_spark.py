@@ -22,7 +22,7 @@ from typing import Any
 from coordinator.ids import ShardId, TargetId
 from coordinator.scenario.model import Scenario, Step
 from coordinator.scenario.observe import Observation, check, sorted_rows
-from coordinator.scenario.runner import ScenarioResult
+from coordinator.scenario.runner import ScenarioResult, skipped
 from coordinator.scenario.upstream import RowEvent, Upstream, UpstreamError
 from coordinator.state import restore
 from schemas.ddl import parse_create_table
@@ -304,6 +304,9 @@ def run_in_session(
     engine) is that file's failure, with the error's type and message in its JSON and the
     traceback on stderr; the next file runs as usual. Only an interrupt ends the run."""
     for scenario in scenarios:
+        if not scenario.runs_on(engine):  # the file's `engines` leave this one out
+            yield skipped(scenario, engine)
+            continue
         try:
             yield session.run(scenario)
         except Exception as e:  # the file fails, reported with its error; the run goes on

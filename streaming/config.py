@@ -26,6 +26,7 @@ from pydantic import (
 
 from coordinator.coordinator import TargetConfig
 from coordinator.ids import TargetId
+from coordinator.moves import MoveSettings, check_moves
 from coordinator.policy import ALLOWED, Policy, Word
 from coordinator.routing import Extract, Route, Router
 from shardmerge.errors import ShardMergeError
@@ -246,6 +247,19 @@ class Settings(_Frozen):
         "its shard goes on (a waiting shard stops waiting). Younger, or with those topics "
         "grown since, the row waits for its DDL in the stash (docs/ordering.md)",
     )
+    moves: list[MoveSettings] = Field(
+        default_factory=list,
+        description="declared upstream moves: a shard table moving to another database or "
+        "server, split by keys, or several merged into one (docs/moves.md; the pure core "
+        "and the memory engine only for now) (env SHARDMERGE__MOVES)",
+    )
+
+    @model_validator(mode="after")
+    def _moves_fit(self) -> Settings:
+        problems = check_moves([m.move() for m in self.moves], self.router())
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     def router(self) -> Router:
         return Router(

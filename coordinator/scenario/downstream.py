@@ -6,6 +6,7 @@ sink must end in the same state for the same events.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +94,35 @@ class MemoryTable:
         for row in self.rows.values():
             for k in [k for k in row if k.lower() == old.lower()]:
                 row[new] = row.pop(k)
+
+    def rehome(
+        self,
+        old: Mapping[str, str],
+        new: Mapping[str, str],
+        moves: Callable[[dict[str, Any]], bool],
+    ) -> None:
+        """A move's switch: rows homed at ``old`` (their extract values) whose key
+        ``moves`` take ``new``'s extract values; nothing to do without extract columns."""
+        if not old:
+            return
+        old_l = {k.lower(): v for k, v in old.items()}
+        new_l = {k.lower(): v for k, v in new.items()}
+        rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+        rehomed = []
+        for key, row in self.rows.items():
+            lowered = {k.lower(): v for k, v in row.items()}
+            if all(lowered.get(k) == v for k, v in old_l.items()) and moves(row):
+                rehomed.append({k: new_l.get(k.lower(), v) for k, v in row.items()})
+            else:
+                rows[key] = row
+        for row in rehomed:
+            key = self.key(row)
+            if key in rows:
+                raise RowError(
+                    f"re-homing to {dict(new)}: key {key} is already a row of target {self.target}"
+                )
+            rows[key] = row
+        self.rows = rows
 
     def truncate(self, decision: Truncate) -> None:
         if not decision.match:

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 from coordinator.commands import parse_command
 from coordinator.coordinator import Coordinator, TargetConfig
 from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Hold, Release, Truncate
-from coordinator.ids import ShardId, TargetId
+from coordinator.ids import Position, ShardId, TargetId
+from coordinator.moves import Moves
 from coordinator.policy import Policy
 from coordinator.routing import Extract, Route, Router
 from coordinator.scenario.downstream import MemoryTable
 from coordinator.scenario.model import Scenario, Step
+from coordinator.scenario.moving import MoveDriver
 from coordinator.scenario.observe import Observation, observe
 from coordinator.scenario.upstream import RowEvent, Upstream
 from coordinator.state import restore, snapshot
@@ -49,6 +52,8 @@ class MemoryEngine:
         self.tables: dict[TargetId, MemoryTable] = {}
         self.stash: dict[tuple[ShardId, int], list[tuple[int, RowEvent]]] = defaultdict(list)
         self.error: str | None = None
+        moves = Moves(m.move() for m in scenario.moves)
+        self.mover = MoveDriver(self, moves) if moves else None
 
     # --- driving -------------------------------------------------------------------------
 
@@ -57,20 +62,32 @@ class MemoryEngine:
             shard = ShardId.parse(name)
             schema = parse_create_table(sql)
             self.upstream.create(shard, schema)
+            if self.mover is not None and self.mover.register(shard, schema):
+                continue
             self.execute(self.coordinator.register(shard, schema, 0))
 
     def step(self, index: int, step: Step) -> None:
         """Run one step; a :class:`ShardMergeError` stops the run (recorded in ``error``)."""
         position = index + 1
         kind = step.kind
-        if kind == "operator":
+        words = (step.operator or "").split()
+        if kind == "operator" and self.mover is not None and words[:1] == ["move"]:
+            self.mover.command(words[1:])
+        elif kind == "operator":
             assert step.operator is not None
             self.execute(self.coordinator.command(parse_command(step.operator)))
+        elif kind == "copy" and self.mover is not None:
+            self.mover.copy(step.action("copy"), position)
+        elif kind in ("freeze", "switch") and self.mover is not None:
+            phase = "frozen" if kind == "freeze" else "switched"
+            self.mover.marker(step.action(kind), phase, position)
         elif kind == "sql":
             assert step.shard is not None and step.sql is not None
             self.sql(ShardId.parse(step.shard), step.sql, position)
         elif kind in ("insert", "update", "delete"):
             self.row(self.upstream.step(ShardId.parse(step.shard or ""), step), position)
+        if self.mover is not None:
+            self.mover.try_switches(position)
         if self.roundtrip:
             self.check_roundtrip()
 
@@ -88,9 +105,17 @@ class MemoryEngine:
                 self.row(self.upstream.delete(target, dml.key), position)
             return
         self.upstream.ddl(shard, sql)
+        self.ddl(shard, sql, position)
+
+    def ddl(self, shard: ShardId, sql: str, position: Position) -> None:
+        """A statement the upstream ran: to the coordinator, unless a move takes it."""
+        if self.mover is not None and self.mover.take_ddl(shard, sql, position):
+            return
         self.execute(self.coordinator.on_ddl(shard, sql, position))
 
-    def row(self, event: RowEvent, position: int) -> None:
+    def row(self, event: RowEvent, position: Position) -> None:
+        if self.mover is not None and self.mover.take_row(event, position):
+            return
         route = self.coordinator.route_row(event.shard)
         if route.action == "hold":
             self.stash[(event.shard, route.version)].append((position, event))
@@ -134,6 +159,8 @@ class MemoryEngine:
         if snapshot(again) != state:
             raise AssertionError("coordinator state changed through a JSON round trip")
         self.coordinator = again
+        if self.mover is not None:
+            self.mover.roundtrip()
 
     # --- observing -----------------------------------------------------------------------
 
@@ -141,4 +168,7 @@ class MemoryEngine:
         target = TargetId.parse(self.scenario.target)
         table = self.tables.get(target)
         rows: list[dict[str, Any]] = list(table.rows.values()) if table else []
-        return observe(self.coordinator, target, table.schema if table else None, rows, self.error)
+        seen = observe(self.coordinator, target, table.schema if table else None, rows, self.error)
+        if self.mover is None:
+            return seen
+        return replace(seen, locks=self.mover.locks(seen.locks), moves=self.mover.moves.summary())

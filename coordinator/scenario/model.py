@@ -11,12 +11,15 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from coordinator.moves import MoveSettings, MoveState, check_moves
 from coordinator.policy import ALLOWED, Word
 from shardmerge.errors import ShardMergeError
 
-__all__ = ["Expect", "Scenario", "ScenarioFileError", "Step", "load_scenario"]
+__all__ = ["ENGINES", "Expect", "Scenario", "ScenarioFileError", "Step", "load_scenario"]
 
 Stage = Literal["none", "waiting", "conflict"]
+Engine = Literal["memory", "spark", "mariadb"]
+ENGINES: tuple[Engine, ...] = ("memory", "spark", "mariadb")
 
 
 class ScenarioFileError(ShardMergeError):
@@ -48,9 +51,14 @@ class Expect(_Strict):
     blocked: list[str] | None = None
     locks: dict[str, Stage] | None = None
     error: str | None = None
+    moves: dict[str, MoveState] | None = None  # state per move id (docs/moves.md)
 
     def checks_error(self) -> bool:
         return "error" in self.model_fields_set
+
+
+MOVE_ACTIONS = ("copy", "freeze", "switch")
+ACTIONS = ("sql", "insert", "update", "delete", "operator", "expect", *MOVE_ACTIONS)
 
 
 class Step(_Strict):
@@ -61,29 +69,39 @@ class Step(_Strict):
     delete: dict[str, Any] | None = None
     operator: str | None = None
     expect: Expect | None = None
+    # The copy tool of a move (docs/moves.md), each naming the move's id.
+    copy_: str | None = Field(None, alias="copy")  # `copy` is BaseModel's
+    freeze: str | None = None
+    switch: str | None = None
 
     @model_validator(mode="after")
     def _one_action(self) -> Step:
-        actions = [
-            k
-            for k in ("sql", "insert", "update", "delete", "operator", "expect")
-            if getattr(self, k) is not None
-        ]
+        actions = [k for k in ACTIONS if self.action(k) is not None]
         if len(actions) != 1:
             raise ValueError(
-                "a step has exactly one of sql, insert, update, delete, operator, expect; "
-                f"got {actions or 'none'}"
+                f"a step has exactly one of {', '.join(ACTIONS)}; got {actions or 'none'}"
             )
+        if actions[0] in MOVE_ACTIONS and self.shard:
+            raise ValueError(f"a {actions[0]} step names a move, not a shard")
         if actions[0] in ("sql", "insert", "update", "delete") and not self.shard:
             raise ValueError(f"a {actions[0]} step needs a shard (source.db.table)")
         if self.shard and len(self.shard.split(".")) != 3:
             raise ValueError(f"shard is written source.db.table, got {self.shard!r}")
         return self
 
+    def action(self, kind: str) -> Any:
+        """The value of the step's ``kind`` key (``copy`` included)."""
+        return getattr(self, "copy_" if kind == "copy" else kind)
+
+    @property
+    def move(self) -> str | None:
+        """The move a copy, freeze or switch step names."""
+        return self.copy_ or self.freeze or self.switch
+
     @property
     def kind(self) -> str:
-        for k in ("sql", "insert", "update", "delete", "operator", "expect"):
-            if getattr(self, k) is not None:
+        for k in ACTIONS:
+            if self.action(k) is not None:
                 return k
         raise AssertionError("validated step without action")
 
@@ -99,6 +117,10 @@ class Scenario(_Strict):
     shards: dict[str, str]
     steps: list[Step] = Field(default_factory=list)
     expect: Expect | None = None
+    moves: list[MoveSettings] = Field(default_factory=list)
+    # The engines the file runs on; a file for some engines only is reported as skipped
+    # by the others (moves run on the memory engine only for now).
+    engines: list[Engine] = Field(default_factory=lambda: list(ENGINES), min_length=1)
     path: str = ""
 
     @field_validator("policy")
@@ -111,6 +133,20 @@ class Scenario(_Strict):
                     f"{kind} takes {', '.join(ALLOWED.get(kind, ()))}"
                 )
         return value
+
+    @model_validator(mode="after")
+    def _moves(self) -> Scenario:
+        problems = check_moves([m.move() for m in self.moves])
+        if problems:
+            raise ValueError("; ".join(problems))
+        for i, step in enumerate(self.steps):
+            named = step.move
+            if named is not None and named not in {m.id for m in self.moves}:
+                raise ValueError(f"steps[{i}].{step.kind}: no move {named!r} is declared")
+        return self
+
+    def runs_on(self, engine: str) -> bool:
+        return engine in self.engines
 
 
 def load_scenario(path: str | Path) -> Scenario:

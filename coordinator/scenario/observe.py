@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.coordinator import Coordinator
@@ -28,6 +28,7 @@ class Observation:
     rows: list[dict[str, Any]]
     locks: list[dict[str, Any]]
     error: str | None
+    moves: dict[str, str] = field(default_factory=dict)  # state per move id
 
     def columns(self) -> dict[str, str]:
         return {c.name: c.type.type_sql() for c in self.schema.columns} if self.schema else {}
@@ -114,6 +115,10 @@ def check(expect: Expect, seen: Observation, where: str) -> list[str]:
         for target, stage in expect.locks.items():
             if seen.stage(target) != stage:
                 failures.append(f"{where}: lock {target} stage {seen.stage(target)} != {stage}")
+    if expect.moves is not None:
+        for move, state in expect.moves.items():
+            if seen.moves.get(move) != state:
+                failures.append(f"{where}: move {move} {seen.moves.get(move)} != {state}")
     if expect.checks_error():
         if expect.error is None and seen.error is not None:
             failures.append(f"{where}: run stopped with error {seen.error!r}, expected none")

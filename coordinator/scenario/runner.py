@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 from coordinator.scenario.memory import MemoryEngine
@@ -13,7 +14,7 @@ from coordinator.scenario.observe import check, sorted_rows
 from coordinator.scenario.upstream import UpstreamError
 from shardmerge.errors import ShardMergeError
 
-__all__ = ["ScenarioResult", "run_files", "run_memory"]
+__all__ = ["ScenarioResult", "run_files", "run_memory", "select", "skipped"]
 
 
 @dataclass
@@ -23,6 +24,30 @@ class ScenarioResult:
     ok: bool
     output: dict[str, Any] = field(default_factory=dict)
     invalid: bool = False
+    skipped: bool = False
+
+
+def skipped(scenario: Scenario, engine: str) -> ScenarioResult:
+    """The result for a file whose ``engines`` leave this one out: reported as skipped
+    (``"skipped"`` in its JSON, SKIPPED on stderr), never run and never called passed."""
+    why = f"runs on {', '.join(scenario.engines)} only, not on {engine}"
+    output = {"name": scenario.name, "ok": True, "skipped": why, "engine": engine,
+              "error": None, "failures": []}  # fmt: skip
+    return ScenarioResult(scenario.name, engine, True, output, skipped=True)
+
+
+def select(paths: Iterable[str | Path], engine: str) -> list[Path]:
+    """The scenario files whose ``engines`` include ``engine`` (an invalid file is kept:
+    running it reports why)."""
+    out = []
+    for path in paths:
+        try:
+            if not load_scenario(path).runs_on(engine):
+                continue
+        except ScenarioFileError:
+            pass
+        out.append(Path(path))
+    return out
 
 
 def run_memory(scenario: Scenario, *, roundtrip: bool = False) -> ScenarioResult:
@@ -63,6 +88,7 @@ def run_memory(scenario: Scenario, *, roundtrip: bool = False) -> ScenarioResult
         "locks": seen.locks,
         "error": seen.error,
         "failures": failures,
+        **({"moves": seen.moves} if seen.moves else {}),
     }
     return ScenarioResult(scenario.name, engine.name, not failures, output, invalid=invalid)
 
@@ -101,12 +127,24 @@ def run_files(
                     invalid=True,
                 )
             )  # fmt: skip
+    loaded = [
+        skipped(s, engine) if isinstance(s, Scenario) and not s.runs_on(engine) else s
+        for s in loaded
+    ]
     scenarios = [s for s in loaded if isinstance(s, Scenario)]
     ran = iter(runners[engine](scenarios) if scenarios else ())
     results = []
     for i, item in enumerate(loaded, 1):
         result = item if isinstance(item, ScenarioResult) else next(ran)
-        status = "INVALID" if result.invalid else "ok" if result.ok else "FAIL"
+        status = (
+            "INVALID"
+            if result.invalid
+            else "SKIPPED"
+            if result.skipped
+            else "ok"
+            if result.ok
+            else "FAIL"
+        )
         where = paths[i - 1]
         print(f"[{i}/{len(paths)}] {status} {result.name} ({where})", file=progress, flush=True)
         for failure in result.output.get("failures", []):

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from coordinator.scenario.model import load_scenario
-from coordinator.scenario.runner import run_memory
+from coordinator.scenario.runner import run_memory, select
 from devkit.scenario_spark import SparkScenarioSession
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
-SCENARIOS = sorted((Path(__file__).parents[1] / "scenarios").rglob("*.yaml"))
+# Only the files that list the spark engine (`engines:`, default every engine).
+SCENARIOS = select(sorted((Path(__file__).parents[1] / "scenarios").rglob("*.yaml")), "spark")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,300 @@
+"""Moves on the memory engine: the marker table, the classification of every event of a
+moving shard, the downstream switch, and the copy tool's scenario steps (docs/moves.md).
+
+The engine hands each event here first. A `to` side's statements before its ``switched``
+marker go to a coordinator of its own (the copy's schema and online-DDL shadow tables are
+recorded, not coordinated); `to`'s events after the marker and `from`'s table-level
+statements after its freeze wait here, in order, for the switch; `from`'s events after the
+freeze that are never applied are kept too, in case the move is aborted (then `from` stays
+home and they apply as if no freeze had happened).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from coordinator.coordinator import Coordinator, TargetConfig
+from coordinator.ids import Position, ShardId, TargetId
+from coordinator.moves import Classification, EventKind, Move, MoveError, Moves, SwitchFacts
+from coordinator.routing import Route, Router
+from coordinator.scenario.upstream import RowEvent, UpstreamError
+from coordinator.scenario.values import fill_value
+from coordinator.state import restore, snapshot
+from schemas.changes import DropTable, RenameTable, TruncateTable
+from schemas.ddl import parse_ddl
+from schemas.errors import DDLError
+from schemas.model import TableSchema, quote
+
+if TYPE_CHECKING:
+    from coordinator.scenario.memory import MemoryEngine
+
+__all__ = ["MoveDriver"]
+
+MARKER_DDL = (
+    "CREATE TABLE {name} (move_id VARCHAR(64) NOT NULL, phase VARCHAR(16) NOT NULL, "
+    "PRIMARY KEY (move_id, phase))"
+)
+
+
+@dataclass(frozen=True)
+class Held:
+    """An event kept by a move: a row, or a statement (already run on the upstream)."""
+
+    position: Position
+    row: RowEvent | None = None
+    shard: ShardId | None = None
+    sql: str = ""
+    behind: bool = False  # kept behind a deferred statement, not classified yet
+
+
+def _kind(sql: str) -> EventKind:
+    try:
+        changes = parse_ddl(sql)
+    except DDLError:
+        return "ddl"
+    table_level = (TruncateTable, DropTable, RenameTable)
+    return "table" if any(isinstance(c, table_level) for c in changes) else "ddl"
+
+
+class MoveDriver:
+    def __init__(self, engine: MemoryEngine, moves: Moves) -> None:
+        self.engine = engine
+        self.moves = moves
+        self.copies = {m.id: self._copy_coordinator(m) for m in moves.moves.values()}
+        self.queued: dict[str, list[Held]] = defaultdict(list)  # `to` after its marker
+        self.kept: dict[str, list[Held]] = defaultdict(list)  # `from` after its freeze
+        self.unmet: dict[str, list[str]] = {}
+
+    @staticmethod
+    def _copy_coordinator(m: Move) -> Coordinator:
+        route = Route(TargetId("_move", m.id), m.to.source, m.to.db, m.to.table)
+        return Coordinator(Router((route,)), default=TargetConfig("pessimistic"))
+
+    # --- events ----------------------------------------------------------------------
+
+    def take_ddl(self, shard: ShardId, sql: str, position: Position) -> bool:
+        """True when the move took the statement (the coordinator must not)."""
+        if self.moves.is_marker(shard):
+            return True  # the marker table's own DDL: nothing downstream
+        c = self.moves.classify(shard, position, _kind(sql))
+        return self._take(c, Held(position, shard=shard, sql=sql))
+
+    def take_row(self, event: RowEvent, position: Position) -> bool:
+        """True when the move took the row (the engine must not write it)."""
+        if self.moves.is_marker(event.shard):
+            if event.after is not None:
+                self.moves.marker(event.shard, event.after, position)
+            return True
+        c = self.moves.classify(event.shard, position, "row", event.after or event.before)
+        return self._take(c, Held(position, row=event))
+
+    def register(self, shard: ShardId, schema: TableSchema) -> bool:
+        """A table of the file's ``shards:``: True when it is a move's marker table or
+        ``to`` (its copy exists before the move), which the target's lock must not see."""
+        if self.moves.is_marker(shard):
+            return True
+        for m in self.moves.moves.values():
+            if m.to == shard:
+                self.copies[m.id].register(shard, schema, 0)
+                return True
+        return False
+
+    def _take(self, c: Classification, held: Held) -> bool:
+        if c.move is None:
+            return False
+        from_kept = self.kept.get(c.move)
+        if c.side == "from" and from_kept and any(h.sql for h in from_kept):
+            # Behind a deferred TRUNCATE/DROP/RENAME of `from`: keep the shard's order.
+            from_kept.append(Held(held.position, held.row, held.shard, held.sql, behind=True))
+            return True
+        self.moves.note(c)
+        switched = self.moves.state(c.move) == "switched"
+        match c.action:
+            case "apply":
+                return False
+            case "drop" if switched:
+                pass
+            case "drop" | "defer":
+                self.kept[c.move].append(held)
+            case "record":
+                assert held.shard is not None
+                self.copies[c.move].on_ddl(held.shard, held.sql, held.position)
+            case "queue":
+                self.queued[c.move].append(held)
+            case "shadow":
+                pass
+        return True
+
+    def replay(self, held: Held) -> None:
+        if held.row is not None:
+            self.engine.row(held.row, held.position)
+        else:
+            assert held.shard is not None
+            self.engine.ddl(held.shard, held.sql, held.position)
+
+    # --- the switch ------------------------------------------------------------------
+
+    def facts(self, m: Move) -> SwitchFacts:
+        c = self.engine.coordinator
+        p = self.moves.progress[m.id]
+        held: dict[ShardId, Position] = {}
+        for s in m.sources:
+            st = c.shard_state(s)
+            if st is None or not (st.held or st.awaiting is not None):
+                continue
+            at = st.pending[0].position if st.pending else st.awaiting
+            frozen = p.frozen.get(s.source)
+            if at is None or frozen is None or at < frozen:
+                held[s] = at
+        copy = self.copies[m.id]
+        to = copy.shard_state(m.to)
+        schemas = {s: (st.schema if (st := c.shard_state(s)) else None) for s in m.sources}
+        schemas[m.to] = to.schema if to is not None else None
+        return SwitchFacts(held, [*c.ghosts, *copy.ghosts], schemas)
+
+    def try_switches(self, position: Position) -> None:
+        for move_id in self.moves.pending_switches():
+            m = self.moves.get(move_id)
+            unmet = self.moves.can_switch(move_id, self.facts(m))
+            self.unmet[move_id] = unmet
+            if not unmet:
+                self.switch(m, position)
+
+    def switch(self, m: Move, position: Position) -> None:
+        e = self.engine
+        target = e.router.target(m.to)
+        if target is None:
+            raise MoveError(f"move {m.id}: to {m.to} routes to no target")
+        to = self.copies[m.id].shard_state(m.to)
+        assert to is not None  # can_switch checked it exists
+        table = e.tables[target]
+        extract = e.router.extract(target)
+        for rehome in self.moves.switched(m.id, target):
+            table.rehome(extract.values(rehome.old), extract.values(rehome.new), m.moves_row)
+        e.execute(e.coordinator.register(m.to, to.schema, position))
+        if m.pattern != "split":
+            for s in m.sources:  # `from` leaves the lock; its rows stay, re-homed
+                e.execute(e.coordinator.on_ddl(s, f"DROP TABLE {quote(s.table)}", position))
+        self.unmet.pop(m.id, None)
+        del self.copies[m.id]
+        for held in self.queued.pop(m.id, []):
+            self.replay(held)
+        # `from` after the freeze: its moved keys' rows are never applied; its table-level
+        # statements (and what came behind them) are processed now, after the switch.
+        for held in self.kept.pop(m.id, []):
+            if held.sql or held.behind:
+                self.replay(held)
+
+    def abort(self, move_id: str) -> None:
+        m = self.moves.get(move_id)
+        self.moves.abort(m.id)
+        self.queued.pop(m.id, None)
+        self.unmet.pop(m.id, None)
+        for held in self.kept.pop(m.id, []):  # `from` stays home: as if never frozen
+            self.replay(held)
+
+    def command(self, words: list[str]) -> None:
+        """``move abort ID``: the operator's words (the command line's, later)."""
+        if len(words) != 2 or words[0] != "abort":
+            raise MoveError(f"unknown move command {' '.join(words)!r}: try 'move abort ID'")
+        self.abort(words[1])
+
+    # --- the copy tool ---------------------------------------------------------------
+
+    def copy(self, move_id: str, position: Position) -> None:
+        """The copier brings ``to`` to ``from``'s current rows of the moved keys: the
+        first copy inserts them, a later one catches up (inserts, updates, deletes)."""
+        m = self.moves.get(move_id)
+        e = self.engine
+        up = e.upstream
+        if m.to not in up.tables:
+            schema = up.table(m.sources[0]).schema
+            e.sql(m.to, schema.to_sql(m.to.table), position)
+        to = up.table(m.to)
+        want: dict[tuple[Any, ...], dict[str, Any]] = {}
+        came: dict[tuple[Any, ...], ShardId] = {}
+        for s in m.sources:
+            for row in list(up.table(s).rows.values()):
+                if not m.moves_row(row):
+                    continue
+                lowered = {k.lower(): v for k, v in row.items()}
+                image = {
+                    c.name: lowered[c.key] if c.key in lowered else fill_value(c)
+                    for c in to.schema.columns
+                }
+                key = to.key_of(image)
+                if key in want:
+                    raise UpstreamError(
+                        f"copy {m.id}: key {key} is in both {came[key]} and {s}; "
+                        f"{m.to} cannot hold both"
+                    )
+                want[key], came[key] = image, s
+        pk = to.schema.primary_key or to.schema.column_names()
+        for key, image in want.items():
+            have = to.rows.get(key)
+            if have is None:
+                e.row(up.insert(m.to, image), position)
+            elif have != image:
+                e.row(up.update(m.to, dict(zip(pk, key, strict=True)), image), position)
+        for key in [k for k in to.rows if k not in want]:
+            e.row(up.delete(m.to, dict(zip(pk, key, strict=True))), position)
+
+    def marker(self, move_id: str, phase: str, position: Position) -> None:
+        """``freeze``: a ``frozen`` marker row on every ``from`` source; ``switch``: a
+        ``switched`` one on ``to``'s source (each in its side's database)."""
+        m = self.moves.get(move_id)
+        e = self.engine
+        sides = list(m.sources) if phase == "frozen" else [m.to]
+        places = {s.source: s for s in reversed(sides)}  # one per source: its first shard
+        for s in sorted(places.values(), key=lambda s: sides.index(s)):
+            marker = s.with_table(m.marker)
+            if marker not in e.upstream.tables:
+                e.sql(marker, MARKER_DDL.format(name=quote(m.marker)), position)
+            row = {"move_id": m.id, "phase": phase}
+            key = e.upstream.table(marker).key_of(row)
+            if key in e.upstream.table(marker).rows:
+                e.row(e.upstream.update(marker, row, row), position)
+            else:
+                e.row(e.upstream.insert(marker, row), position)
+
+    # --- observing -------------------------------------------------------------------
+
+    def locks(self, locks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The lock views with each waiting switch's ``to`` shown as held: stage
+        ``conflict`` when only an operator or a fix of the copy can end the wait."""
+        out = [dict(lock) for lock in locks]
+        for move_id, unmet in self.unmet.items():
+            m = self.moves.get(move_id)
+            target = str(self.engine.router.target(m.to))
+            lock = next((x for x in out if x["target"] == target), None)
+            if lock is None or not unmet:
+                continue
+            lock["blocked"] = sorted({*lock["blocked"], str(m.to)})
+            stuck = any("schema" in u or "does not exist" in u for u in unmet)
+            if stuck:
+                lock["stage"] = "conflict"
+            elif lock["stage"] == "none":
+                lock["stage"] = "waiting"
+            lock["moves"] = unmet
+        return out
+
+    # --- state -----------------------------------------------------------------------
+
+    def roundtrip(self) -> None:
+        """Through JSON, as the streaming job would save it; raises if anything changed."""
+        import json
+
+        saved = json.loads(json.dumps(self.moves.to_json()))
+        again = Moves(self.moves.moves.values())
+        again.restore(saved)
+        if again.to_json() != self.moves.to_json():
+            raise AssertionError("move state changed through a JSON round trip")
+        self.moves.progress = again.progress
+        for move_id, copy in list(self.copies.items()):
+            state = snapshot(copy)
+            restored = restore(json.loads(json.dumps(state)), copy.router, {}, copy.default)
+            if snapshot(restored) != state:
+                raise AssertionError(f"move {move_id}: copy state changed through JSON")
+            self.copies[move_id] = restored

@@ -1,0 +1,68 @@
+"""A scenario file says which engines it runs on (``engines:``, default every engine): the
+spark test parametrizes over the files that list spark only, and an engine given a file
+that leaves it out reports it as skipped, without running it."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from coordinator.scenario.model import ENGINES, Scenario, ScenarioFileError, load_scenario
+from coordinator.scenario.runner import ScenarioResult, run_files, select
+from devkit.scenario_spark import run_in_session
+
+ROOT = Path(__file__).parents[1] / "scenarios"
+ALL = sorted(ROOT.rglob("*.yaml"))
+MOVES = sorted((ROOT / "moves").glob("*.yaml"))
+MEMORY_ONLY = MOVES[0]
+EVERYWHERE = ROOT / "dm" / "dm004-add-column-optimistic.yaml"
+
+
+def test_engines_default_to_every_engine_and_moves_are_memory_only() -> None:
+    assert load_scenario(EVERYWHERE).engines == list(ENGINES)
+    assert MOVES and all(load_scenario(p).engines == ["memory"] for p in MOVES)
+
+
+def test_select_keeps_the_files_that_list_the_engine() -> None:
+    assert select(ALL, "memory") == ALL
+    assert select(ALL, "spark") == [p for p in ALL if p not in MOVES]
+    assert select(ALL, "mariadb") == [p for p in ALL if p not in MOVES]
+
+
+def test_the_spark_test_runs_only_the_files_that_list_spark() -> None:
+    from tests.integration.test_spark_scenarios import SCENARIOS
+
+    assert [p for p in ALL if p not in MOVES] == SCENARIOS
+
+
+def test_an_engine_not_listed_reports_the_file_skipped_without_running_it() -> None:
+    ran: list[str] = []
+
+    def spark(scenarios: list[Scenario]) -> list[ScenarioResult]:
+        ran.extend(s.name for s in scenarios)
+        return [ScenarioResult(s.name, "spark", True, {"ok": True}) for s in scenarios]
+
+    progress = io.StringIO()
+    results = run_files([MEMORY_ONLY, EVERYWHERE], "spark", progress, {"spark": spark})
+    assert ran == [load_scenario(EVERYWHERE).name]
+    assert [r.skipped for r in results] == [True, False]
+    assert "runs on memory only, not on spark" in results[0].output["skipped"]
+    assert "SKIPPED" in progress.getvalue().splitlines()[0]
+
+
+def test_the_spark_file_runner_skips_a_file_that_leaves_it_out() -> None:
+    class Session:
+        def run(self, scenario: Scenario) -> ScenarioResult:
+            raise AssertionError(f"{scenario.name} must not run on spark")
+
+    results = list(run_in_session(Session(), [load_scenario(MEMORY_ONLY)], "spark"))  # type: ignore[arg-type]
+    assert [r.skipped for r in results] == [True]
+
+
+def test_an_unknown_engine_name_is_an_invalid_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(EVERYWHERE.read_text() + "\nengines: [memory, flink]\n")
+    with pytest.raises(ScenarioFileError, match=r"engines\.1"):
+        load_scenario(bad)
