@@ -439,11 +439,9 @@ class Moves:
                 why = f"after the freeze: processed after move {pending[0].id}'s switch"
                 return Classification(pending[0].id, "from", True, None, "defer", why)
             return Classification(frozen[0].id, "from", True, None, "apply")
-        if all(m.keys is not None for m in frozen):
-            return Classification(frozen[0].id, "from", True, None, "apply", "split: stays")
-        m = frozen[0]
-        why = f"{shard} leaves the target at move {m.id}'s switch"
-        return Classification(m.id, "from", True, None, "drop", why)
+        # A schema change: `from` is a shard of the lock until the switch (the other shards
+        # may wait for it), and the copy must have the change when the switch compares.
+        return Classification(frozen[0].id, "from", True, None, "apply", "in the lock")
 
     def note(self, c: Classification) -> None:
         """The engine took an event classified ``c``: count it; ``to``'s first event

@@ -54,6 +54,8 @@ def _kind(sql: str) -> EventKind:
         changes = parse_ddl(sql)
     except DDLError:
         return "ddl"
+    if any(isinstance(c, RenameTable) and Router.shadow_origin(c.old.table) for c in changes):
+        return "ddl"  # an online-DDL cut-over: a schema change of the real table
     table_level = (TruncateTable, DropTable, RenameTable)
     return "table" if any(isinstance(c, table_level) for c in changes) else "ddl"
 
@@ -272,7 +274,8 @@ class MoveDriver:
             if lock is None or not unmet:
                 continue
             lock["blocked"] = sorted({*lock["blocked"], str(m.to)})
-            stuck = any("schema" in u or "does not exist" in u for u in unmet)
+            # A schema difference ends by itself while `from` is held or migrating.
+            stuck = all("schema" in u or "does not exist" in u for u in unmet)
             if stuck:
                 lock["stage"] = "conflict"
             elif lock["stage"] == "none":

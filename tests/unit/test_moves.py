@@ -35,7 +35,7 @@ MV01 s3.db_3.orders_7   5  row   1 -> from before - apply
 MV02 s3.db_3.orders_7   11 row   1 -> from after  moved drop
 MV03 s3.db_3.orders_7   11 table - -> from after  - defer
 MV04 s3.db_3.orders_7   5  table - -> from before - apply
-MV05 s3.db_3.orders_7   11 ddl   - -> from after  - drop
+MV05 s3.db_3.orders_7   11 ddl   - -> from after  - apply
 MV06 s3.db_3.orders_7   5  ddl   - -> from before - apply
 MV07 s9.db_9.orders_23  15 row   1 -> to   before - shadow
 MV08 s9.db_9.orders_23  15 ddl   - -> to   before - record
