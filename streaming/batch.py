@@ -73,6 +73,7 @@ from streaming.decode import parse, split
 from streaming.delta_sink import DeltaSink
 from streaming.executor import Executor
 from streaming.faults import crash_point
+from streaming.local_frame import local_frame
 from streaming.ops.observer import BatchObserver
 from streaming.plan import Planner
 from streaming.quoting import check_session
@@ -392,7 +393,8 @@ class _Batch(WriteStep):
         for r in rest:
             for s in touched(r, self.c.where):
                 cut.setdefault(s, position_of(r))
-        frame = self.spark.createDataFrame(
+        frame = local_frame(
+            self.spark,
             [(s.source, s.db, s.table, okey_value(p)) for s, p in cut.items()],
             f"source string, db string, tbl string, _cut {OKEY_TYPE}",
         )

@@ -31,6 +31,7 @@ from coordinator.decisions import Decision, Release, Truncate
 from coordinator.ids import Position, ShardId
 from coordinator.rowplan import RowPlan, row_plan
 from streaming.control import OKEY_TYPE, okey_value
+from streaming.local_frame import local_frame
 
 __all__ = ["PLAN_COLUMNS", "Planner", "Segment", "release_frame"]
 
@@ -138,7 +139,7 @@ class Planner:
                     okey_value(p.last_alter),
                 )
             )  # fmt: skip
-        return spark.createDataFrame(rows, _PLAN_SCHEMA)
+        return local_frame(spark, rows, _PLAN_SCHEMA)
 
 
 def join_plan(rows: DataFrame, plan: DataFrame) -> DataFrame:
@@ -168,7 +169,8 @@ def release_frame(spark: SparkSession, releases: list[Release]) -> DataFrame:
         (target, s.source, s.db, s.table, version, okey_value(until), project)
         for (target, s, version), (until, project) in merged.items()
     ]
-    return spark.createDataFrame(
+    return local_frame(
+        spark,
         rows,
         "_rtarget string, _rs string, _rd string, _rt string, _rversion int, "
         f"_until {OKEY_TYPE}, _rproject boolean",

@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from coordinator.target import Target
+from streaming.local_frame import local_frame
 from streaming.quoting import map_get, string
 
 __all__ = ["ShardColumns", "ahead_sql", "keyless_sql", "shard_columns", "with_shard_columns"]
@@ -69,8 +70,8 @@ def with_shard_columns(
     spark: SparkSession, rows: DataFrame, shards: list[ShardColumns]
 ) -> DataFrame:
     """``rows`` with ``_shard_has``/``_shard_needs`` (NULL for a shard not listed)."""
-    facts = spark.createDataFrame(
-        [(s.source, s.db, s.tbl, list(s.has), list(s.needs)) for s in shards], _FACTS
+    facts = local_frame(
+        spark, [(s.source, s.db, s.tbl, list(s.has), list(s.needs)) for s in shards], _FACTS
     )
     return rows.join(F.broadcast(facts), ["source", "db", "tbl"], "left")
 

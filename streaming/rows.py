@@ -206,13 +206,19 @@ def no_ddl_sql(caught: list[SourceSettings]) -> str:
 def merge_source(projected: DataFrame, schema: TableSchema) -> DataFrame:
     """The MERGE source: downstream columns and ``_action``, the last action per key."""
     cols = [F.col(ident(f"_c_{c.key}")).alias(c.name) for c in schema.columns]
-    src = projected.select(*cols, "_action", "_okey", "_sub")
+    src = projected.select(*cols, "_action", "_okey", "_sub", "topic", "partition")
     key_names = list(schema.primary_key) or list(schema.column_names())
+    # A total order, so that a batch run again picks the same winner: the position, then
+    # the action within the event, then where the record sits in Kafka. Positions of
+    # different upstream servers (two shards writing one downstream key) compare by their
+    # values (binlog file name and offset), which no clock orders: the tie-breakers make
+    # the choice deterministic, not meaningful (docs/ordering.md).
     latest = Window.partitionBy(*[F.col(ident(k)) for k in key_names]).orderBy(
-        F.col("_okey").desc(), F.col("_sub").desc()
-    )
+        F.col("_okey").desc(), F.col("_sub").desc(), F.col("topic").desc(),
+        F.col("partition").desc(),
+    )  # fmt: skip
     return (
         src.withColumn("_rn", F.row_number().over(latest))
         .filter("_rn = 1")
-        .drop("_rn", "_okey", "_sub")
+        .drop("_rn", "_okey", "_sub", "topic", "partition")
     )

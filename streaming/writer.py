@@ -1,30 +1,38 @@
 """Step 6 of the micro-batch protocol: write every target once (see ``streaming.batch``).
 
-Per target, in name order: one DELETE for the shards that ran TRUNCATE in the batch, then
-one MERGE of the batch's free rows and the rows its releases replay from the stash, each
-projected onto the target's schema as of the end of the batch at its own position
-(``streaming.rows``). Rows ahead of a DDL that has not arrived make their shard wait from
-there. Then, for the whole batch: one stash append (held rows and rows ahead of a DDL),
-one dead-letter append, one stash delete (the replayed rows). Each write takes its slot
-in a fixed order, used or not, so a re-run batch finds the same transaction versions.
+Each target's write rows and the rows its releases replay from the stash are projected
+onto its schema as of the end of the batch, each at its own position (``streaming.rows``),
+and kept: the one copy of step 6. One summary aggregate over the projections and the rest
+of the batch's rows (``streaming.summary``) gives every count and every row ahead of a DDL
+that has not arrived (its shard waits from there) before anything is written. Then, per
+target in name order: one DELETE for the shards that ran TRUNCATE in the batch, then one
+MERGE, straight from the projection when nothing in it is ahead or does not fit (the fast
+path). Then, for the whole batch: one stash append (held rows and rows ahead of a DDL), one
+dead-letter append, one stash delete (the replayed rows), each only when there is
+something to write. Each write takes its slot in a fixed order, used or not, so a re-run
+batch finds the same transaction versions.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from coordinator.ids import ShardId, TargetId
-from streaming.control import OKEY_TYPE, okey_position, okey_value
+from coordinator.ids import TargetId
+from shardmerge.errors import ShardMergeError
+from streaming.control import OKEY_TYPE, okey_value
 from streaming.faults import crash_point
+from streaming.local_frame import local_frame
 from streaming.plan import Planner, join_plan, release_frame
 from streaming.quoting import ident, string
 from streaming.row_fit import shard_columns
 from streaming.rows import merge_source, no_ddl_sql, project_actions
 from streaming.stash import KEY, STASH_COLUMNS, append
+from streaming.summary import Summary
 
 __all__ = ["FATE", "ROW_COLUMNS", "WriteStep"]
 
@@ -36,11 +44,25 @@ FATE = (
     "WHEN _act = 'write' OR _okey < _hold_from THEN 'write' "
     "ELSE 'hold' END"
 )
+# The columns of a projection kept for the summary and the MERGE, besides the values.
+PROJECTED_KEPT = [
+    "source", "db", "tbl", "topic", "partition", "op", "_target", "_fate", "_okey", "_sub",
+    "_action", "_reason", "_unfit",
+]  # fmt: skip
 # The columns a row carries from the plan into the projection.
 ROW_COLUMNS = [
     *STASH_COLUMNS, "_okey", "_target", "_version", "_project", "_renames", "_last_alter",
     "_fate",
 ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Projection:
+    """A target's projected rows: ``kept`` (persisted, narrow) and ``full`` (every column
+    of the events, computed again when read)."""
+
+    kept: DataFrame
+    full: DataFrame
 
 
 class WriteStep:
@@ -67,88 +89,129 @@ class WriteStep:
     # --- step 6 -----------------------------------------------------------------------------
 
     def write(self, rows: DataFrame, planner: Planner) -> None:
+        """The batch's rows with their fate from the plan; each target's write and replay
+        rows projected once (the one copy kept: the row images are parsed there), then one
+        summary aggregate over all of them (counts, rows ahead of a DDL, values that do not
+        fit) before anything is written."""
         work = self.ex.work
         plan = planner.frame(self.spark, work.truncates)
-        fresh = join_plan(rows, plan).withColumn("_fate", F.expr(FATE)).persist()
-        self.cached = [fresh]
+        fresh = join_plan(rows, plan).withColumn("_fate", F.expr(FATE))
+        self.cached = []
         try:
-            self._write(fresh, plan)
+            released = None
+            if work.releases and self.stash.exists():
+                released = self.released(plan)
+            projected: dict[TargetId, Projection] = {}
+            for target in self.write_order():
+                schema = self.ex.schemas.get(target)
+                if schema is None:
+                    continue
+                src = fresh.filter(
+                    (F.col("_target") == str(target)) & (F.col("_fate") == "write")
+                ).select(*ROW_COLUMNS)
+                if released is not None and any(d.target == target for d in work.releases):
+                    src = src.unionByName(
+                        released.filter(
+                            (F.col("_target") == str(target)) & (F.col("_fate") == "replay")
+                        )
+                    )
+                projected[target] = self.project(target, src)
+            summary = Summary.of(fresh, {t: p.kept for t, p in projected.items()})
+            self._write_targets(fresh, released, projected, summary)
         finally:
             for frame in self.cached:
                 frame.unpersist()
 
-    def _write(self, fresh: DataFrame, plan: DataFrame) -> None:
-        work = self.ex.work
-        counts: dict[tuple[str | None, str], int] = {
-            (r["_target"], r["_fate"]): r["count"]
-            for r in fresh.groupBy("_target", "_fate").count().collect()
-        }
-        for fate, name in (("write", "written"), ("hold", "held"), ("drop", "dropped")):
-            setattr(self.stats, name, sum(n for (_, f), n in counts.items() if f == fate))
-        self.stats.events = sum(counts.values())
-        released = None
-        if work.releases and self.stash.exists():
-            held = self.stash.released(release_frame(self.spark, work.releases), self.batch)
-            released = (
-                join_plan(held.withColumnRenamed("_project", "_rproject"), plan)
-                .withColumn("_target", F.col("target"))
-                .withColumn("_version", F.col("version"))
-                .withColumn("_project", F.col("_rproject"))
-                .withColumn(
-                    "_fate", F.expr("CASE WHEN _okey < _drop_before THEN 'gone' ELSE 'replay' END")
-                )
-                .select(*ROW_COLUMNS)
-                .persist()
+    def write_order(self) -> list[TargetId]:
+        """Every target, in name order (its write slots are taken in this order)."""
+        return sorted(set(self.c.targets) | set(self.ex.schemas), key=str)
+
+    def released(self, plan: DataFrame) -> DataFrame:
+        """The stash rows the batch's releases replay, with their plan (kept: the stash
+        delete reads them again)."""
+        held = self.stash.released(release_frame(self.spark, self.ex.work.releases), self.batch)
+        released = (
+            join_plan(held.withColumnRenamed("_project", "_rproject"), plan)
+            .withColumn("_target", F.col("target"))
+            .withColumn("_version", F.col("version"))
+            .withColumn("_project", F.col("_rproject"))
+            .withColumn(
+                "_fate", F.expr("CASE WHEN _okey < _drop_before THEN 'gone' ELSE 'replay' END")
             )
-            self.cached.append(released)
-        self._write_targets(fresh, released, counts)
+            .select(*ROW_COLUMNS)
+            .persist()
+        )
+        self.cached.append(released)
+        return released
+
+    def project(self, target: TargetId, src: DataFrame) -> Projection:
+        """``src`` projected onto ``target``'s schema (``streaming.rows``). What the summary
+        and the MERGE read is kept until the batch ends: the downstream values and the few
+        columns that place and judge a row, not the event's own columns (its row images
+        are most of its size). Rows ahead of a DDL and values that do not fit, rare, are
+        projected again from ``src`` when they are stashed or become dead letters."""
+        t = self.c.targets[target]
+        full = project_actions(
+            src, self.ex.schemas[target], t.extract, shards=shard_columns(t)
+        ).withColumn("_unfit", F.expr(no_ddl_sql(self.caught)))
+        values = [F.col(ident(c)) for c in full.columns if c.startswith("_c_")]
+        kept = full.select(*PROJECTED_KEPT, *values)
+        kept = kept.persist()
+        self.cached.append(kept)
+        return Projection(kept, full)
 
     def _write_targets(
-        self, fresh: DataFrame, released: DataFrame | None, counts: dict[Any, int]
+        self,
+        fresh: DataFrame,
+        released: DataFrame | None,
+        projected: dict[TargetId, Projection],
+        summary: Summary,
     ) -> None:
-        work = self.ex.work
+        self.stats.events = summary.fresh_events()
+        self.stats.written = summary.events("write") - summary.unfit("write")
+        self.stats.held = summary.events("hold")
+        self.stats.dropped = summary.events("drop")
+        self.stats.replayed = summary.events("replay") - summary.unfit("replay")
+        # Rows ahead of a DDL that has not arrived: their shard waits from the first.
+        waits: dict[TargetId, list[tuple[str, str, str, Any]]] = {}
+        named = {str(t): t for t in self.write_order()}
+        for name, shard, pos, why in summary.ahead():
+            self.ex.run(self.c.await_ddl(shard, pos, f"{why}: waiting for its DDL"))
+            waits.setdefault(named[name], []).append((shard.source, shard.db, shard.table, pos))
         stash_parts = []
-        if any(f == "hold" for _, f in counts):
+        if summary.events("hold"):
             stash_parts.append(
                 self.stash.rows(fresh.filter("_fate = 'hold'"), "_target", "_version", self.batch)
             )
         dead_parts = []
-        if any(f == "unknown" for _, f in counts):
+        if summary.events("unknown"):
             dead_parts.append(
                 _dead(fresh.filter("_fate = 'unknown'"), "the row's table was never registered")
             )
-        waits: list[tuple[str, str, str, Any]] = []
-        for target in sorted(set(self.c.targets) | set(self.ex.schemas), key=str):
+        for target in self.write_order():
             # Two slots per target, used or not: slot numbers never depend on the data.
             delete_slot, merge_slot = self.next_version(), self.next_version()
-            schema = self.ex.schemas.get(target)
-            if schema is None:
+            if self.ex.schemas.get(target) is None:
+                if summary.rows(target):
+                    raise ShardMergeError(
+                        f"batch {self.batch}: target {target} has rows to write but no "
+                        "schema downstream (no CREATE TABLE reached it); nothing was skipped: "
+                        "the batch fails"
+                    )
                 continue
             path = self.p.settings.table_path(target)
             self.truncate(target, path, delete_slot)
-            sources = []
-            if counts.get((str(target), "write")):
-                sources.append(
-                    fresh.filter(
-                        (F.col("_target") == str(target)) & (F.col("_fate") == "write")
-                    ).select(*ROW_COLUMNS)
-                )
-            if released is not None and any(d.target == target for d in work.releases):
-                sources.append(
-                    released.filter(
-                        (F.col("_target") == str(target)) & (F.col("_fate") == "replay")
-                    )
-                )
-            if not sources:
+            if not summary.rows(target):
                 continue
-            src = sources[0] if len(sources) == 1 else sources[0].unionByName(sources[1])
-            ahead, unfit = self.merge(target, path, src, merge_slot, waits)
+            ahead, unfit = self.merge(
+                target, path, projected[target], merge_slot, waits.get(target, []), summary
+            )
             if ahead is not None:
                 stash_parts.append(ahead)
             if unfit is not None:
                 dead_parts.append(unfit)
             crash_point("after_rows")
-        waits_df = self.waits_frame(waits)
+        all_waits = [w for target in sorted(waits, key=str) for w in waits[target]]
         stash_version, dead_version, delete_version = (self.next_version() for _ in range(3))
         if stash_parts:
             frame = stash_parts[0]
@@ -156,8 +219,8 @@ class WriteStep:
                 frame = frame.unionByName(part)
             append(frame, self.stash.path, self.p.app_id, stash_version)
         if self.dead:
-            keys = self.spark.createDataFrame(
-                self.dead, "_dt string, _dp int, _do long, _reason string"
+            keys = local_frame(
+                self.spark, self.dead, "_dt string, _dp int, _do bigint, _reason string"
             )
             on = (
                 (F.col("topic") == F.col("_dt"))
@@ -174,10 +237,12 @@ class WriteStep:
         if released is not None:
             crash_point("before_stash_delete")
             # Replayed rows leave the stash; those ahead of a further DDL stay.
-            keep = released.join(F.broadcast(waits_df), ["source", "db", "tbl"], "left")
-            self.stash.delete(
-                keep.filter("_wait IS NULL OR _okey < _wait"), self.batch, delete_version
-            )
+            keep = released
+            if all_waits:
+                keep = released.join(
+                    F.broadcast(self.waits_frame(all_waits)), ["source", "db", "tbl"], "left"
+                ).filter("_wait IS NULL OR _okey < _wait")
+            self.stash.delete(keep, self.batch, delete_version)
 
     def truncate(self, target: TargetId, path: str, version: int) -> None:
         """One DELETE of the downstream rows of every shard of ``target`` that ran
@@ -205,99 +270,74 @@ class WriteStep:
         self,
         target: TargetId,
         path: str,
-        src: DataFrame,
+        projected: Projection,
         version: int,
         waits: list[tuple[str, str, str, Any]],
+        summary: Summary,
     ) -> tuple[DataFrame | None, DataFrame | None]:
-        """MERGE one target's rows. A row naming a column the target or its own shard
-        lacks (``streaming.row_fit``) is ahead of a DDL that has not arrived: its shard
-        waits from that row on (such fresh rows go to
-        the stash, replayed ones stay in it). Returns the fresh rows to stash and the dead
-        letters of values that do not fit their column."""
+        """MERGE one target's projected rows. Rows ahead of a DDL that has not arrived
+        (``waits``: their shards wait from there) are not written: fresh ones go to the
+        stash, replayed ones stay in it. Values that do not fit their column are dead
+        letters. The fast path, nothing ahead and nothing unfit, MERGEs the projection as
+        it is. Returns the fresh rows to stash and the dead letters."""
         schema = self.ex.schemas[target]
-        t = self.c.targets[target]
-        projected = project_actions(src, schema, t.extract, shards=shard_columns(t))
-        projected = projected.withColumn("_unfit", F.expr(no_ddl_sql(self.caught))).persist()
-        self.cached.append(projected)
-        firsts = (
-            projected.groupBy("source", "db", "tbl")
-            .agg(
-                F.min(F.when(_ahead_now(), F.col("_okey"))).alias("first"),
-                F.first(F.when(_ahead_now(), F.col("_reason")), ignorenulls=True).alias("why"),
-                F.count("_unfit").alias("unfit"),
-                F.count(
-                    F.when((F.col("_fate") == "write") & F.col("_unfit").isNotNull(), True)
-                ).alias("unfit_fresh"),
-                F.count(
-                    F.when((F.col("_fate") == "replay") & F.col("_unfit").isNull(), True)
-                ).alias("replayed"),
-            )
-            .collect()
-        )
-        mine = []
-        for r in firsts:
-            # A value that does not fit is a dead letter (counted there), not a row written.
-            self.stats.written -= r["unfit_fresh"]
-            self.stats.replayed += r["replayed"]
-            if r["first"] is None:
-                continue
-            shard = ShardId(r["source"], r["db"], r["tbl"])
-            pos = okey_position(r["first"])
-            self.ex.run(self.c.await_ddl(shard, pos, f"{r['why']}: waiting for its DDL"))
-            mine.append((shard.source, shard.db, shard.table, pos))
-        waits += mine
-        flagged = projected.join(
-            F.broadcast(self.waits_frame(mine)), ["source", "db", "tbl"], "left"
-        ).withColumn("_ahead", F.expr("coalesce(_okey >= _wait, false)"))
-        good = merge_source(flagged.filter("_unfit IS NULL AND NOT _ahead"), schema)
+        unfit_rows = summary.unfit(target=target)
+        good = projected.kept
+        if waits:
+            good = good.join(
+                F.broadcast(self.waits_frame(waits)), ["source", "db", "tbl"], "left"
+            ).withColumn("_ahead", F.expr("coalesce(_okey >= _wait, false)"))
+        if unfit_rows:
+            good = good.filter("_unfit IS NULL")
+        if waits:
+            good = good.filter("NOT _ahead")
+        src = merge_source(good, schema)
         planning = time.monotonic()
-        good._jdf.queryExecution().executedPlan()  # analysis, optimization, planning
+        src._jdf.queryExecution().executedPlan()  # analysis, optimization, planning
         self.stats.plan_seconds += round(time.monotonic() - planning, 3)
         done = self.sink.merge(
             path,
-            good,
+            src,
             list(schema.primary_key) or list(schema.column_names()),
             list(schema.column_names()),
             version,
         )
         self.count_target_rows(target, done)
         ahead = None
-        if mine:
+        if waits:
             # Rows ahead of a DDL go to (or stay in) the stash: held, not written. Rare (a
             # row topic ahead of the schema topic), so its own small count job.
+            flagged = projected.full.join(
+                F.broadcast(self.waits_frame(waits)), ["source", "db", "tbl"], "left"
+            ).filter("coalesce(_okey >= _wait, false) AND _unfit IS NULL")
             moved = {
                 r["_fate"]: r["count"]
-                for r in flagged.filter("_ahead AND _unfit IS NULL").groupBy("_fate").count()
-                .collect()
-            }  # fmt: skip
+                for r in flagged.filter("_sub = 1 OR op = 'd'").groupBy("_fate").count().collect()
+            }
             self.stats.written -= moved.get("write", 0)
             self.stats.held += moved.get("write", 0)
             self.stats.replayed -= moved.get("replay", 0)
             ahead = self.stash.rows(
-                flagged.filter("_ahead AND _unfit IS NULL AND _fate = 'write'").dropDuplicates(KEY),
+                flagged.filter("_fate = 'write'").dropDuplicates(KEY),
                 "_target",
                 "_version",
                 self.batch,
             )
         unfit = None
-        if any(r["unfit"] for r in firsts):
+        if unfit_rows:
             unfit = _dead(
-                flagged.filter("_unfit IS NOT NULL").withColumn("_reason", F.col("_unfit"))
+                projected.full.filter("_unfit IS NOT NULL").withColumn("_reason", F.col("_unfit"))
                 .dropDuplicates(KEY),
                 None,
             )  # fmt: skip
         return ahead, unfit
 
     def waits_frame(self, waits: list[tuple[str, str, str, Any]]) -> DataFrame:
-        return self.spark.createDataFrame(
+        return local_frame(
+            self.spark,
             [(s, d, t, okey_value(p)) for s, d, t, p in waits],
             f"source string, db string, tbl string, _wait {OKEY_TYPE}",
         )
-
-
-def _ahead_now() -> Any:
-    """A key action ahead of a DDL (its value fits: unfit values are dead letters)."""
-    return F.col("_reason").isNotNull() & F.col("_unfit").isNull()
 
 
 def _dead(bad: DataFrame, reason: str | None) -> DataFrame:

@@ -106,3 +106,31 @@ def test_delta_table_with_hostile_names_and_defaults(spark: SparkSession, tmp_pa
     assert [tuple(r) for r in rows] == [(hostile_value, "y", default)]
     image = spark.sql(f"SELECT map({string(key)}, 1) AS m").select(F.expr(map_get("m", key)))
     assert image.first()[0] == 1
+
+
+def test_hostile_values_through_a_local_frame(spark: SparkSession) -> None:
+    """streaming.local_frame: driver values reach the executors as data, nested types
+    included, and come back unchanged; nothing in them is read as SQL."""
+    from streaming.local_frame import local_frame
+
+    schema = (
+        "s string, n bigint, k struct<f:string,p:bigint>, a array<struct<pos:bigint,"
+        "pairs:map<string,string>>>, l array<string>"
+    )
+    rows = [(v, i, (v, -i), [(i, {v: v, "x": v})], [v, v]) for i, v in enumerate(HOSTILE) if v] + [
+        (None, None, None, None, None)
+    ]
+    got = [
+        (
+            r["s"],
+            r["n"],
+            tuple(r["k"]) if r["k"] else None,
+            [(x["pos"], dict(x["pairs"])) for x in r["a"]] if r["a"] is not None else None,
+            list(r["l"]) if r["l"] is not None else None,
+        )
+        for r in local_frame(spark, rows, schema).collect()
+    ]
+    assert got == [tuple(r) for r in rows]
+    assert local_frame(spark, [], schema).count() == 0
+    with pytest.raises(ValueError, match="fields"):
+        local_frame(spark, [("only one",)], schema)
