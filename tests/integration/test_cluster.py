@@ -54,7 +54,7 @@ def wait(condition, proc: subprocess.Popen[bytes], log: Path, what: str, timeout
                                  + "\n".join(log.read_text().splitlines()[-40:]))  # fmt: skip
         if time.monotonic() > deadline:
             raise AssertionError(f"no {what} within {timeout}s; see {log}")
-        time.sleep(15)
+        time.sleep(5)
 
 
 def stop(proc: subprocess.Popen[bytes], sig: int) -> None:
