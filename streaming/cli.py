@@ -17,12 +17,11 @@ __all__ = ["add_job_verbs"]
 
 
 def _run(args: argparse.Namespace) -> int:
-    import logging
-
+    from shardmerge.printable import setup_logging
     from streaming.config import load_settings
     from streaming.job import run
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    setup_logging()
     run(load_settings(args.config), available_now=args.available_now)
     return 0
 
@@ -40,6 +39,8 @@ def _store(config: str) -> Any:
 
 
 def _locks(args: argparse.Namespace) -> int:
+    from shardmerge.printable import printable as p
+
     store = _store(args.config)
     latest = store.latest()
     if latest is None:
@@ -54,25 +55,26 @@ def _locks(args: argparse.Namespace) -> int:
     print(f"after batch {batch}:")
     print(f"{'target':24} {'mode':12} {'stage':9} {'shards':>6}  held shards / pending DDL")
     for lock in data["locks"]:
+        # Names, statements and messages come from upstream: escaped (shardmerge.printable).
         print(
-            f"{lock['target']:24} {lock['mode']:12} {lock['stage']:9} {lock['shards']:>6}  "
-            + (", ".join(lock["blocked"]) or "-")
+            f"{p(lock['target']):24} {lock['mode']:12} {lock['stage']:9} {lock['shards']:>6}  "
+            + (", ".join(p(s) for s in lock["blocked"]) or "-")
         )
         for pending in lock["pending_ddl"]:
-            print(f"{'':55}{pending['shard']}: {pending['sql']}")
+            print(f"{'':55}{p(pending['shard'])}: {p(pending['sql'])}")
         if lock.get("conflict"):
-            print(f"{'':55}conflict: {lock['conflict']}")
+            print(f"{'':55}conflict: {p(lock['conflict'])}")
         for note in policies.get(lock["target"], [])[-POLICY_SHOWN:]:
             print(
-                f"{'':55}policy {note['kind']}: {note['policy']} decided {note['shard']}: "
-                f"{note['sql']}"
+                f"{'':55}policy {note['kind']}: {note['policy']} decided {p(note['shard'])}: "
+                f"{p(note['sql'])}"
             )
     failed = store.failure()
     if failed is not None:
-        print(f"the job stopped in batch {failed['batch']}: {failed['error']}")
+        print(f"the job stopped in batch {failed['batch']}: {p(failed['error'])}")
     waiting = [c["words"] for c in store.inbox()]
     if waiting:
-        print("commands waiting for the next batch: " + "; ".join(waiting))
+        print("commands waiting for the next batch: " + "; ".join(p(w) for w in waiting))
     return 0
 
 
@@ -97,7 +99,12 @@ def _unlock(args: argparse.Namespace) -> int:
     command = command_from_args(args)
     store = _store(args.config)
     command_id = store.submit(command.words())
-    print(f"queued {command.words()!r} ({command_id}); it takes effect at the next micro-batch")
+    from shardmerge.printable import printable
+
+    print(
+        f"queued {printable(command.words())!r} ({command_id}); "
+        "it takes effect at the next micro-batch"
+    )
     return 0
 
 

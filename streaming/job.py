@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from shardmerge.printable import setup_logging
 from streaming.batch import BatchProcessor
 from streaming.caught_up import offsets_log, schema_topic_regex
 from streaming.config import Settings, SourceSettings, anchored, load_settings
@@ -276,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", required=True)
     parser.add_argument("--available-now", action="store_true")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    setup_logging()
     # where the code comes from (a wheel shipped with --py-files, an install): for support
     log.info("shardmerge job from %s", os.path.dirname(os.path.dirname(__file__)))
     run(load_settings(args.config), available_now=args.available_now)
