@@ -10,7 +10,9 @@ run, plus the DDL barrier latency and the driver's memory while 1M events are he
    key, one MERGE into a fresh Delta table: what a job without coordination does.
 4. (c) plain streaming: the same streaming query as the job (same Kafka sources, trigger
    and ``maxOffsetsPerTrigger``), whose foreachBatch only decodes, keeps the last action
-   per key and MERGEs: the baseline that is fair to a stream.
+   per key and MERGEs: the baseline that is fair to a stream. (d) the same plus one
+   persist of the decoded batch and one per-shard aggregate: the floor of a coordinated
+   batch (it must see per-shard facts before it writes).
 5. shardmerge: the streaming job (AvailableNow, maxOffsetsPerTrigger) on the same topics.
 6. Barrier: a pessimistic target where the last shard's DDL arrives in a later batch: the
    downstream DDL and the held rows must be written in the batch that reads it.
@@ -140,9 +142,13 @@ def plain_merge(
     return n, time.time() - started
 
 
-def plain_stream(spark: Any, s: Settings, final_sql: str) -> tuple[int, float, int]:
+def plain_stream(
+    spark: Any, s: Settings, final_sql: str, summary: bool = False
+) -> tuple[int, float, int]:
     """The job's own streaming query, but foreachBatch only decodes, keeps the last action
-    per key (projected onto the final schema) and MERGEs. Returns (rows, seconds, batches)."""
+    per key (projected onto the final schema) and MERGEs. With ``summary`` (baseline d) it
+    also persists the decoded batch once and runs one per-shard aggregate on it before the
+    MERGE: the floor a coordinated batch can reach. Returns (rows, seconds, batches)."""
     from pyspark.sql import functions as F
 
     from coordinator.routing import Extract
@@ -154,24 +160,31 @@ def plain_stream(spark: Any, s: Settings, final_sql: str) -> tuple[int, float, i
     from streaming.rows import merge_source, project_actions
 
     schema = parse_create_table(final_sql)
-    path = s.sink.path + "/plain_stream"
+    path = s.sink.path + ("/plain_summary" if summary else "/plain_stream")
     DeltaSink(spark, "shardmerge-bench-plain-stream").create(path, schema)
     seen = {"rows": 0, "batches": 0}
 
     def batch(df: Any, batch_id: int) -> None:
         events, _ = decode(df, "debezium")
         rows = events.filter("op NOT IN ('ddl', 't')").withColumn("_okey", F.expr(ORDER_KEY))
+        if summary:
+            rows = rows.persist()
+            rows.groupBy("source", "db", "tbl", "schema_fp").agg(
+                F.min("_okey"), F.count(F.lit(1))
+            ).collect()
         projected = project_actions(rows, schema, Extract(), project_all=True)
         DeltaSink(df.sparkSession, "shardmerge-bench-plain-stream").merge(
             path, merge_source(projected, schema), ["id"], list(schema.column_names()),
             batch_id + 1,
         )  # fmt: skip
+        if summary:
+            rows.unpersist()
         seen["batches"] += 1
 
     started = time.time()
     query = (
         read_kafka(spark, s).writeStream.foreachBatch(batch)
-        .option("checkpointLocation", s.checkpoint + "/plain_stream")
+        .option("checkpointLocation", s.checkpoint + ("/plain_summary" if summary else "/plain_stream"))
         .trigger(availableNow=True).start()
     )  # fmt: skip
     query.awaitTermination()
@@ -256,6 +269,15 @@ def main() -> None:
                     f"{kept:,} rows kept)",
                 )
             )
+            ds = settings(broker.bootstrap, "bench", work / "ds", "optimistic", args.max_offsets)
+            _, secs_d, batches_d = plain_stream(spark, ds, final, summary=True)
+            floor = sent / secs_d
+            out.append(
+                (
+                    "(d) plain streaming + one persist + one per-shard aggregate",
+                    f"{sent:,} records in {secs_d:.1f}s = {floor:,.0f}/s ({batches_d} batches)",
+                )
+            )
             rss0 = driver_rss()
             secs, processor = run_job(spark, s)
             ours = sent / secs
@@ -265,7 +287,8 @@ def main() -> None:
                 (
                     "shardmerge job (optimistic, AvailableNow)",
                     f"{sent:,} records in {secs:.1f}s = {ours:,.0f}/s "
-                    f"(**{ours / stream:.2f}x plain streaming**, {ours / plain:.2f}x plain batch; "
+                    f"(**{ours / stream:.2f}x plain streaming (c)**, {ours / floor:.2f}x (d), "
+                    f"{ours / plain:.2f}x plain batch; "
                     f"{latest[0] + 1} batches)",
                 )
             )

@@ -20,13 +20,16 @@ write that happened.
    tables never registered start a hold. The result is the row plan (``streaming.plan``):
    a small table of per-shard facts. Dies here: the re-run decides the same from the same
    state; the DDL it finds done is not done again.
-6. **Write, per target** (in name order): one DELETE of the rows of the shards that ran
-   TRUNCATE, then one MERGE of the batch's free rows and the rows its releases replay
-   from the stash, each projected onto the target's schema as of the end of the batch at
-   its own position, the last action per key winning (``streaming.rows``). Rows ahead of a
-   DDL that has not arrived make their shard wait from there. Then, for the whole batch:
-   one stash append (held rows, rows ahead of a DDL), one dead-letter append, one stash
-   delete (replayed rows). Dies here: the re-run skips the writes done and does the rest.
+6. **Write** (``streaming.writer``): each target's free rows and the rows its releases
+   replay from the stash, projected onto the target's schema as of the end of the batch
+   at their own position (``streaming.rows``); one summary of them all
+   (``streaming.summary``): the counts, and the rows ahead of a DDL that has not arrived,
+   whose shards wait from there before anything is written. Then per target (in name
+   order): one DELETE of the rows of the shards that ran TRUNCATE, one MERGE, the last
+   action per key winning. Then, for the whole batch: one stash append (held rows, rows
+   ahead of a DDL), one dead-letter append, one stash delete (replayed rows), each only
+   when there is something to write. Dies here: the re-run skips the writes done and does
+   the rest.
 7. **Persist** the coordinator state for this batch id (atomic file), then forget applied
    commands. Dies after: Spark re-runs the batch; step 1 restores the state *before* it, the
    writes are skipped, and the same state is written again.
