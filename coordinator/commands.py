@@ -13,12 +13,18 @@ from __future__ import annotations
 import argparse
 import shlex
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from coordinator.ids import ShardId, TargetId
 from shardmerge.errors import ShardMergeError
 
-__all__ = ["CommandError", "OperatorCommand", "add_unlock_arguments", "parse_command"]
+__all__ = [
+    "CommandError",
+    "OperatorCommand",
+    "add_unlock_arguments",
+    "parse_command",
+    "refusal",
+]
 
 Action = Literal["skip", "exec", "replace", "force-remove", "retry"]
 
@@ -118,3 +124,45 @@ def parse_command(text: str) -> OperatorCommand:
     parser = _Parser(prog="unlock", add_help=False)
     add_unlock_arguments(parser)
     return command_from_args(parser.parse_args(words[1:]))
+
+
+def refusal(command: OperatorCommand, locks: list[dict[str, Any]]) -> str | None:
+    """Why ``command`` cannot apply to the job as its latest saved state shows it (``locks``:
+    the state file's ``locks``, one per target: ``target``, ``blocked``, ...), or None.
+
+    Checked when a command is given (``shardmerge unlock``, the ops API), so that a
+    mistyped target or shard, or a replacement that is not one ALTER or TRUNCATE of the
+    held shard's table, is refused at once with the reason instead of becoming a command
+    error at the next batch. The batch checks again (the state may have moved on)."""
+    lock = next((lock for lock in locks if lock["target"] == str(command.target)), None)
+    if lock is None:
+        known = ", ".join(sorted(lock["target"] for lock in locks)) or "none"
+        return f"no target {command.target} in the job's state (targets: {known})"
+    if command.shard is None or command.action not in ("skip", "exec", "replace"):
+        return None
+    if str(command.shard) not in lock["blocked"]:
+        held = ", ".join(lock["blocked"]) or "none"
+        return f"shard {command.shard} is not held in {command.target} (held: {held})"
+    for i, sql in enumerate(command.statements, 1):
+        why = _not_a_replacement(sql, command.shard)
+        if why is not None:
+            return f"replacement statement {i} {why}"
+    return None
+
+
+def _not_a_replacement(sql: str, shard: ShardId) -> str | None:
+    from schemas.changes import AlterTable, TruncateTable
+    from schemas.ddl import parse_ddl
+    from schemas.errors import DDLError
+
+    try:
+        changes = parse_ddl(sql)
+    except DDLError as e:
+        return f"does not parse: {e}"
+    if len(changes) != 1 or not isinstance(changes[0], AlterTable | TruncateTable):
+        return "is not one ALTER TABLE or TRUNCATE TABLE statement"
+    name = changes[0].table
+    same_db = name.db is None or name.db.lower() == shard.db.lower()
+    if not same_db or name.table.lower() != shard.table.lower():
+        return f"changes table {name}, not the held shard's table {shard.db}.{shard.table}"
+    return None

@@ -94,10 +94,18 @@ def _policies(data: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
 
 
 def _unlock(args: argparse.Namespace) -> int:
-    from coordinator.commands import command_from_args
+    from coordinator.commands import command_from_args, refusal
+    from shardmerge.printable import printable
 
     command = command_from_args(args)
     store = _store(args.config)
+    latest = store.latest()
+    why = refusal(command, latest[1]["locks"]) if latest is not None else None
+    if why is not None:
+        # Checked against the latest state: refused now, with the reason, rather than a
+        # command error at the next batch. exit 2, as for words that do not parse.
+        print(f"refused: {printable(why)}", file=sys.stderr)
+        return 2
     command_id = store.submit(command.words())
     from shardmerge.printable import printable
 

@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from coordinator.commands import CommandError, OperatorCommand, parse_command
+from coordinator.commands import CommandError, OperatorCommand, parse_command, refusal
 from coordinator.ids import ShardId, TargetId
 from streaming.config import LOOPBACK, OpsSettings
 from streaming.ops.views import Views
@@ -243,6 +243,10 @@ class OpsServer:
         known = {t["target"] for t in self.views.locks()["targets"]}
         if str(command.target) not in known:
             raise ApiError(HTTPStatus.NOT_FOUND, f"no target {command.target} in the job's state")
+        latest = self.views.store.latest()
+        why = refusal(command, latest[1]["locks"]) if latest is not None else None
+        if why is not None:  # a shard not held, a replacement for another table, ...
+            raise ApiError(HTTPStatus.BAD_REQUEST, why)
         words = command.words()
         command_id = self.views.store.submit(words)
         log.info("operator command queued from %s: %s (%s)", h.address_string(), words, command_id)

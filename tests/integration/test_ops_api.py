@@ -194,8 +194,16 @@ def test_commands_refused_unless_json_from_the_same_origin_and_well_formed(serve
     replace = {
         **good,
         "action": "replace",
-        "statements": ["ALTER TABLE `a``b'c;--` ADD COLUMN x INT"],
+        "statements": ["ALTER TABLE orders_1 ADD COLUMN `a``b'c;--` INT"],
     }
+    # checked against the latest state when given: 400 with the reason
+    for bad, why in (
+        ({**good, "shard": "s1.shop.orders_3"}, "not held"),
+        ({**replace, "statements": ["ALTER TABLE orders_0 ADD x INT"]}, "not the held shard"),
+        ({**replace, "statements": ["ALTER TABLE orders_1 ADD"]}, "does not parse"),
+    ):
+        status, _, raw = call(server, "POST", "/api/commands", bad)
+        assert status == 400 and why in raw.decode(), raw
     status, _, raw = call(
         server, "POST", "/api/commands", replace, {"Origin": f"http://127.0.0.1:{port}"}
     )

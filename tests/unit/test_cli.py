@@ -57,3 +57,31 @@ def test_an_insert_naming_a_missing_column_makes_the_file_invalid(tmp_path: Path
     out = run(bad)
     assert out.returncode == 2
     assert "step 3" in out.stdout and "no column 'nope'" in out.stdout
+
+
+def test_a_command_is_checked_against_the_latest_state_when_given() -> None:
+    from coordinator.commands import parse_command, refusal
+
+    locks = [{"target": "shop.orders", "blocked": ["s1.shop.orders_1"]}]
+
+    def why(words: str) -> str | None:
+        return refusal(parse_command(words), locks)
+
+    held = "unlock shop.orders --shard s1.shop.orders_1"
+    assert why(f"{held} --action skip") is None
+    assert why(f"{held} --replace 'ALTER TABLE orders_1 ADD c INT'") is None
+    assert why(f"{held} --replace 'alter table SHOP.Orders_1 add c int'") is None
+    assert why(f"{held} --replace 'TRUNCATE TABLE orders_1'") is None
+    assert why("unlock shop.orders --force-remove") is None
+    assert "no target shop.other" in (why("unlock shop.other --force-remove") or "")
+    assert "is not held" in (why("unlock shop.orders --shard s1.shop.orders_2 --action exec") or "")
+    assert "not the held shard's table" in (
+        why(f"{held} --replace 'ALTER TABLE orders_2 ADD c INT'") or ""
+    )
+    assert "not the held shard's table" in (
+        why(f"{held} --replace 'ALTER TABLE other.orders_1 ADD c INT'") or ""
+    )
+    assert "statement 2 does not parse" in (
+        why(f"{held} --replace 'ALTER TABLE orders_1 ADD c INT' --replace 'ALTER TABLE'") or ""
+    )
+    assert "is not one ALTER" in (why(f"{held} --replace 'DROP TABLE orders_1'") or "")
