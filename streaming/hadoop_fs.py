@@ -40,7 +40,13 @@ class HadoopFs:
         # The session's Hadoop conf: spark.hadoop.* plus the session's fs.* settings, as
         # Spark and Delta use it for the same paths.
         conf = spark._jsparkSession.sessionState().newHadoopConf()  # type: ignore[union-attr]
-        self._fs: Any = self._path(root).getFileSystem(conf)
+        fs = self._path(root).getFileSystem(conf)
+        if str(fs.getScheme()) == "file":
+            # Hadoop's local filesystem checksums through a stream that cannot hsync: a
+            # machine crash could leave a commit marker next to an empty state file. The
+            # raw local filesystem under it syncs (and the files need no .crc beside them).
+            fs = fs.getRawFileSystem()
+        self._fs: Any = fs
 
     def _path(self, uri: str) -> Any:
         return self._jvm.org.apache.hadoop.fs.Path(uri)
@@ -67,19 +73,23 @@ class HadoopFs:
             stream.close()
         return data
 
-    def create(self, uri: str, data: bytes) -> None:
-        """Write a new file; fails if ``uri`` exists (names are never reused).
+    def create(self, uri: str, data: bytes) -> bool:
+        """Write a new file; fails if ``uri`` exists (names are never reused). Returns
+        whether the bytes were synced to disk.
 
         The bytes are durable when this returns: ``hsync`` where the stream offers it
-        (HDFS, local), and on object stores the object exists only once ``close`` has
+        (HDFS, ``file:``), and on object stores the object exists only once ``close`` has
         uploaded all of it."""
         stream = self._fs.create(self._path(uri), False)
+        synced = False
         try:
             stream.write(bytearray(data))
             if stream.hasCapability("hsync"):
                 stream.hsync()
+                synced = True
         finally:
             stream.close()
+        return synced
 
     def delete(self, uri: str) -> None:
         self._fs.delete(self._path(uri), False)

@@ -89,7 +89,22 @@ class StateStore:
         self.fs.create(base + _MARK, b"")
 
     def _get(self, folder: str, name: str) -> Any:
-        return json.loads(self.fs.read(self.uri(folder, name) + _DATA))
+        """A committed record. Its commit marker says it was written whole: a data file
+        that is empty or not JSON (a storage that lost it, a hand edit) is an error that
+        names it, never read as "no state"."""
+        uri = self.uri(folder, name) + _DATA
+        data = self.fs.read(uri)
+        try:
+            if not data.strip():
+                raise ValueError("the file is empty")
+            return json.loads(data)
+        except ValueError as e:
+            raise StateStoreError(
+                f"{uri} has a commit marker but cannot be read ({e}): the storage lost or "
+                "changed it after it was written. Restore it from a backup, or remove it "
+                f"and its marker ({self.uri(folder, name) + _MARK}): the job then starts "
+                "again from the record before it, and the writes it finds done are skipped"
+            ) from e
 
     def _drop(self, folder: str, name: str) -> None:
         base = self.uri(folder, name)

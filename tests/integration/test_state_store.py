@@ -92,8 +92,21 @@ def a_failure_is_kept_until_a_batch_succeeds(store: StateStore) -> None:
     assert store.failure() is None and files(store, "failed") == []
 
 
+def a_committed_record_that_cannot_be_read_is_an_error(store: StateStore) -> None:
+    store.save(1, {"batch": 1})
+    # A storage that lost the data of a record after its marker was written (a crash
+    # before the bytes reached the disk, without hsync): an error naming the file.
+    store.fs.create(store.uri("state", "000000000002-000001.json"), b"")
+    store.fs.create(store.uri("state", "000000000002-000001.ok"), b"")
+    with pytest.raises(StateStoreError, match=r"000000000002-000001\.json has a commit marker"):
+        store.latest()
+    with pytest.raises(StateStoreError, match="is empty"):
+        store.load_before(3)
+
+
 CHECKS = [
     restores_from_the_newest_earlier_state,
+    a_committed_record_that_cannot_be_read_is_an_error,
     a_rerun_batch_applies_exactly_the_commands_of_its_first_run,
     a_half_written_record_is_never_read,
     old_states_and_intents_are_pruned,
@@ -104,6 +117,11 @@ CHECKS = [
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 def test_state_store(spark, checkpoint: str, check: Callable[[StateStore], None]) -> None:
     check(StateStore(spark, checkpoint))
+
+
+def test_a_file_checkpoint_is_synced_to_disk(spark, checkpoint: str) -> None:
+    store = StateStore(spark, checkpoint)
+    assert store.fs.create(store.uri("probe", "synced.json"), b"{}") is True
 
 
 def test_the_checkpoint_id_is_created_once_and_differs_per_checkpoint(spark, tmp_path: Path):
