@@ -3,7 +3,8 @@ environment variables.
 
 Every field can be set from the environment as ``SHARDMERGE__<PATH>`` with ``__`` between
 levels, e.g. ``SHARDMERGE__KAFKA__BOOTSTRAP=broker:9092`` or
-``SHARDMERGE__SINK__PATH=/data/lake``; values are parsed as YAML scalars/lists. Validation
+``SHARDMERGE__SINK__PATH=/data/lake``; a value is YAML only where it is a list or a
+mapping, anything else is taken verbatim (see :func:`_env_overrides`). Validation
 errors name the field and the file. See ``docs/configuration.md`` for every field.
 """
 
@@ -186,6 +187,9 @@ class RestartSettings(_Frozen):
 
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+MIN_TOKEN = 32
+# Words of example and default tokens: a token containing one is refused.
+PLACEHOLDERS = ("change-me", "changeme", "change_me", "placeholder", "your-token", "example")
 
 
 class OpsSettings(_Frozen):
@@ -202,8 +206,46 @@ class OpsSettings(_Frozen):
     )
     token: SecretStr | None = Field(
         None,
-        description="bearer token every request must carry when set (env SHARDMERGE__OPS__TOKEN)",
+        description="bearer token every request must carry when set, at least 32 characters "
+        "(env SHARDMERGE__OPS__TOKEN)",
     )
+    token_file: str | None = Field(
+        None,
+        description="a local file holding the token (a mounted secret), instead of token; "
+        "read at start (env SHARDMERGE__OPS__TOKEN_FILE)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_token_file(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data.get("token_file"):
+            return data
+        if data.get("token"):
+            raise ValueError("set ops.token or ops.token_file, not both")
+        where = str(data["token_file"])
+        try:
+            with open(where, encoding="utf-8") as f:  # a local secret file, not a data URI
+                text = f.read()
+        except OSError as e:
+            raise ValueError(f"ops.token_file {where!r} cannot be read ({e.strerror})") from e
+        return {**data, "token": text.rstrip("\r\n")}
+
+    @field_validator("token")
+    @classmethod
+    def _strong_token(cls, token: SecretStr | None) -> SecretStr | None:
+        # The message never shows the value: it is a secret.
+        if token is None:
+            return None
+        value = token.get_secret_value()
+        if len(value) < MIN_TOKEN:
+            raise ValueError(
+                f"the token has {len(value)} characters; use at least {MIN_TOKEN} "
+                "(e.g. the output of `openssl rand -hex 24`)"
+            )
+        lowered = value.lower()
+        if any(p in lowered for p in PLACEHOLDERS) or len(set(value)) < 8:
+            raise ValueError("the token looks like a placeholder; use a random one")
+        return token
 
     @model_validator(mode="after")
     def _token_off_loopback(self) -> OpsSettings:
@@ -292,6 +334,12 @@ class Settings(_Frozen):
 
 
 def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
+    """``SHARDMERGE__A__B=value`` as ``{"a": {"b": value}}``. A value is YAML only where it
+    is a list or a mapping (``[...]``, ``{...}``, block YAML); anything else is taken
+    verbatim, so a secret with `` #`` or a leading ``*`` arrives whole (pydantic turns
+    ``"9464"`` into a number and ``"true"`` into a boolean where the field asks for one).
+    An empty value, ``null`` or ``~`` unsets the field. A value that is not valid YAML
+    where YAML is needed is an error naming the variable, never showing its value."""
     out: dict[str, Any] = {}
     for key, raw in environ.items():
         if not key.startswith(ENV_PREFIX):
@@ -300,8 +348,24 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
         node = out
         for part in path[:-1]:
             node = node.setdefault(part, {})
-        node[path[-1]] = yaml.safe_load(raw)
+        node[path[-1]] = _env_value(key, raw)
     return out
+
+
+def _env_value(key: str, raw: str) -> Any:
+    if raw.strip() in ("", "null", "~"):
+        return None
+    try:
+        parsed = yaml.safe_load(raw)
+    except yaml.YAMLError as e:
+        if raw.lstrip()[:1] in ("[", "{", "-") or "\n" in raw:
+            where = getattr(e, "problem_mark", None)
+            at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
+            raise ConfigError(
+                f"{key}: not valid YAML for a list or mapping{at}: {getattr(e, 'problem', '')}"
+            ) from None
+        return raw
+    return parsed if isinstance(parsed, list | dict) else raw
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

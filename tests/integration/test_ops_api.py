@@ -28,7 +28,7 @@ from streaming.state_store import StateStore
 
 SHARDS = [ShardId("s1", "shop", f"orders_{i}") for i in range(4)]
 ADD = "ALTER TABLE orders_{i} ADD COLUMN note VARCHAR(64)"
-TOKEN = "t0k-en"
+TOKEN = "t0k-en-5f1c9a3e7b2d4086c1e9a7f3b5d2c4e6"  # 36 characters
 
 
 def settings(tmp_path: Path, **ops) -> Settings:

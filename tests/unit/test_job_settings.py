@@ -147,3 +147,59 @@ def test_a_checkpoint_from_before_the_default_keeps_its_layout(tmp_path: Path):
     assert layout_for(s, None) == [True]  # new checkpoint: data and schema-change sources
     assert layout_for(s, 2) == [True]
     assert layout_for(s, 1) == [False]  # made with one Kafka source: it stays one
+
+
+TOKEN = "0f3a9c1d7e5b2486a1c0e9f7d3b5a2c4e6f8"  # 36 characters, as `openssl rand -hex 18`
+
+
+def test_environment_strings_and_secrets_are_taken_verbatim(tmp_path: Path):
+    """Only lists and mappings are YAML; a secret with ` #` or a leading `*` arrives whole."""
+    env = {
+        "SHARDMERGE__OPS__TOKEN": f"*{TOKEN} #not a comment",
+        "SHARDMERGE__KAFKA__BOOTSTRAP": "broker:1234 # keep",
+        "SHARDMERGE__OPS__PORT": "9500",
+        "SHARDMERGE__OPS__ENABLED": "false",
+        "SHARDMERGE__KAFKA__OPTIONS": "{sasl.jaas.config: 'x #y'}",
+    }
+    s = load_settings(write(tmp_path, BASE), environ=env)
+    assert s.ops.token is not None
+    assert s.ops.token.get_secret_value() == f"*{TOKEN} #not a comment"
+    assert s.kafka.bootstrap == "broker:1234 # keep"
+    assert (s.ops.port, s.ops.enabled) == (9500, False)
+    assert s.kafka.options["sasl.jaas.config"].get_secret_value() == "x #y"
+
+
+def test_a_yaml_error_names_the_variable_never_its_value(tmp_path: Path):
+    env = {"SHARDMERGE__KAFKA__OPTIONS": "{sasl.jaas.config: [s3cr3t-value"}
+    with pytest.raises(ConfigError, match="SHARDMERGE__KAFKA__OPTIONS") as e:
+        load_settings(write(tmp_path, BASE), environ=env)
+    assert "s3cr3t" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("token", "why"),
+    [
+        ("q7Z", "has 3 characters"),
+        ("change-me", "has 9 characters"),
+        ("change-me-" * 4, "placeholder"),
+        ("a" * 40, "placeholder"),
+    ],
+)
+def test_weak_and_placeholder_tokens_are_refused(tmp_path: Path, token: str, why: str):
+    with pytest.raises(ConfigError, match=why) as e:
+        load_settings(write(tmp_path, BASE), environ={"SHARDMERGE__OPS__TOKEN": token})
+    assert token not in str(e.value)
+
+
+def test_the_token_can_come_from_a_file(tmp_path: Path):
+    secret = tmp_path / "token"
+    secret.write_text(TOKEN + "\n")
+    env = {"SHARDMERGE__OPS__TOKEN_FILE": str(secret)}
+    s = load_settings(write(tmp_path, BASE), environ=env)
+    assert s.ops.token is not None and s.ops.token.get_secret_value() == TOKEN
+    with pytest.raises(ConfigError, match="not both"):
+        load_settings(write(tmp_path, BASE), environ={**env, "SHARDMERGE__OPS__TOKEN": TOKEN})
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load_settings(
+            write(tmp_path, BASE), environ={"SHARDMERGE__OPS__TOKEN_FILE": str(tmp_path / "no")}
+        )
