@@ -7,9 +7,11 @@ need real infrastructure are offered to ``shardmerge scenario run --engine``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from coordinator.scenario.model import Scenario
-from coordinator.scenario.runner import ScenarioResult
+if TYPE_CHECKING:  # the operator verbs (locks, unlock) load no scenario machinery
+    from coordinator.scenario.model import Scenario
+    from coordinator.scenario.runner import ScenarioResult
 
 __all__ = ["ENGINE_HELP", "TOOL_VERBS", "run_engine"]
 

@@ -27,14 +27,19 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _store(config: str) -> Any:
-    """The job's state store, read through a Spark session's Hadoop filesystem, so the
+    """The job's state store. A local checkpoint (``file:`` or a path) is read in plain
+    Python, in milliseconds; any other through a Spark session's Hadoop filesystem, so the
     checkpoint can be on any filesystem the job writes (its credentials come from Spark's
     conf: spark-defaults.conf or PYSPARK_SUBMIT_ARGS, docs/cluster.md)."""
     from streaming.config import load_settings
-    from streaming.spark_session import session_for_job
+    from streaming.local_fs import local_path
     from streaming.state_store import StateStore
 
     settings = load_settings(config)
+    if local_path(settings.checkpoint) is not None:
+        return StateStore(None, settings.checkpoint)
+    from streaming.spark_session import session_for_job
+
     return StateStore(session_for_job("shardmerge-cli"), settings.checkpoint)
 
 

@@ -34,12 +34,14 @@ import json
 import re
 import time
 import uuid
-from typing import Any
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING, Any
 
 from shardmerge.errors import ShardMergeError
 from streaming.hadoop_fs import HadoopFs, join
+from streaming.local_fs import LocalFs, local_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["StateStore", "StateStoreError"]
 
@@ -53,9 +55,18 @@ class StateStoreError(ShardMergeError):
 
 
 class StateStore:
-    def __init__(self, spark: SparkSession, checkpoint: str) -> None:
+    def __init__(self, spark: SparkSession | None, checkpoint: str) -> None:
+        """The state store of ``checkpoint``, through ``spark``'s Hadoop filesystems; with
+        no session (the operator CLI), a local checkpoint is read and written in plain
+        Python (``streaming.local_fs``), any other raises :class:`StateStoreError`."""
         self.root = join(checkpoint, "shardmerge")
-        self.fs = HadoopFs(spark, self.root)
+        self.fs: HadoopFs | LocalFs
+        if spark is not None:
+            self.fs = HadoopFs(spark, self.root)
+        elif local_path(self.root) is not None:
+            self.fs = LocalFs()
+        else:
+            raise StateStoreError(f"{checkpoint} is not local: it needs a Spark session")
 
     def uri(self, *parts: str) -> str:
         """A location under ``CHECKPOINT/shardmerge/`` (the stash lives there too)."""

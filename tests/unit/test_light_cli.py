@@ -1,0 +1,66 @@
+"""The operator CLI on a local checkpoint without a JVM: the state store's checks on the
+plain-Python filesystem, and `shardmerge locks` / `unlock` against a saved state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pyspark import SparkContext
+
+from shardmerge.cli import main
+from streaming.local_fs import local_path
+from streaming.state_store import StateStore, StateStoreError
+from tests.integration.test_state_store import CHECKS
+
+CONFIG = """
+kafka: {{bootstrap: "localhost:9092"}}
+sources: [{{format: debezium, pattern: 'shop(\\\\..*)?'}}]
+routes: [{{target: shop.orders, table: 'orders_*'}}]
+sink: {{path: /tmp/lake}}
+checkpoint: {checkpoint}
+"""
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_state_store_on_the_local_filesystem(
+    tmp_path: Path, check: Callable[[StateStore], None]
+) -> None:
+    check(StateStore(None, tmp_path.as_uri()))
+
+
+def test_only_local_checkpoints_go_without_spark() -> None:
+    assert local_path("file:///data/ck") == "/data/ck"
+    assert local_path("file:/data/a%20b") == "/data/a b"
+    assert local_path("/data/ck") == "/data/ck"
+    for remote in ("s3a://bucket/ck", "hdfs://nn:8020/ck", "abfss://c@a.dfs.core.windows.net/x"):
+        assert local_path(remote) is None
+        with pytest.raises(StateStoreError, match="needs a Spark session"):
+            StateStore(None, remote)
+
+
+def test_locks_and_unlock_read_and_write_a_local_checkpoint_without_a_jvm(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = (tmp_path / "ck").as_uri()
+    config = tmp_path / "job.yaml"
+    config.write_text(CONFIG.format(checkpoint=checkpoint))
+    held = "s1.shop.orders_1"
+    lock = {
+        "target": "shop.orders", "mode": "pessimistic", "stage": "waiting", "blocked": [held],
+        "pending_ddl": [{"shard": held, "sql": "ALTER TABLE orders_1 ADD c INT -- \x1b[2J"}],
+        "conflict": None, "shards": 2, "columns": {},
+    }  # fmt: skip
+    StateStore(None, checkpoint).save(3, {"batch": 3, "locks": [lock], "stats": {}})
+    assert main(["locks", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "after batch 3:" in out and held in out
+    assert "ADD c INT -- \\x1b[2J" in out and "\x1b" not in out  # upstream text escaped
+    unlock = ["unlock", "--config", str(config), "shop.orders", "--shard"]
+    assert main([*unlock, held, "--action", "skip"]) == 0
+    assert main([*unlock, "s1.shop.orders_0", "--action", "skip"]) == 2
+    assert "is not held" in capsys.readouterr().err
+    words = [c["words"] for c in StateStore(None, checkpoint).inbox()]
+    assert words == [f"unlock shop.orders --shard {held} --action skip"]
+    assert SparkContext._active_spark_context is None  # no JVM was started
