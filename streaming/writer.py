@@ -282,15 +282,13 @@ class WriteStep:
         it is. Returns the fresh rows to stash and the dead letters."""
         schema = self.ex.schemas[target]
         unfit_rows = summary.unfit(target=target)
+        ahead_sql = "coalesce(_okey >= _wait, false) AND _unfit IS NULL"
+        wait = F.broadcast(self.waits_frame(waits)) if waits else None
         good = projected.kept
-        if waits:
-            good = good.join(
-                F.broadcast(self.waits_frame(waits)), ["source", "db", "tbl"], "left"
-            ).withColumn("_ahead", F.expr("coalesce(_okey >= _wait, false)"))
         if unfit_rows:
             good = good.filter("_unfit IS NULL")
-        if waits:
-            good = good.filter("NOT _ahead")
+        if wait is not None:
+            good = good.join(wait, ["source", "db", "tbl"], "left").filter(f"NOT ({ahead_sql})")
         src = merge_source(good, schema)
         planning = time.monotonic()
         src._jdf.queryExecution().executedPlan()  # analysis, optimization, planning
@@ -304,16 +302,17 @@ class WriteStep:
         )
         self.count_target_rows(target, done)
         ahead = None
-        if waits:
+        if wait is not None:
             # Rows ahead of a DDL go to (or stay in) the stash: held, not written. Rare (a
-            # row topic ahead of the schema topic), so its own small count job.
-            flagged = projected.full.join(
-                F.broadcast(self.waits_frame(waits)), ["source", "db", "tbl"], "left"
-            ).filter("coalesce(_okey >= _wait, false) AND _unfit IS NULL")
+            # row topic ahead of the schema topic), so its own small count job, on the kept
+            # projection; only the rows stashed are projected again, with their images.
+            on = ["source", "db", "tbl"]
+            counted = projected.kept.join(wait, on, "left").filter(ahead_sql)
             moved = {
                 r["_fate"]: r["count"]
-                for r in flagged.filter("_sub = 1 OR op = 'd'").groupBy("_fate").count().collect()
+                for r in counted.filter("_sub = 1 OR op = 'd'").groupBy("_fate").count().collect()
             }
+            flagged = projected.full.join(wait, on, "left").filter(ahead_sql)
             self.stats.written -= moved.get("write", 0)
             self.stats.held += moved.get("write", 0)
             self.stats.replayed -= moved.get("replay", 0)
