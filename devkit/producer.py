@@ -76,6 +76,8 @@ class DebeziumProducer:
                 "queue.buffering.max.kbytes": 1_048_576,
                 # Java clients' partitioner, so keys land where Debezium's would.
                 "partitioner": "murmur2_random",
+                # A retry on a loaded machine must not reorder a partition (CDC order).
+                "enable.idempotence": True,
             }
         )
         self._admin: AdminClient | None = None

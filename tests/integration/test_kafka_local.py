@@ -28,7 +28,13 @@ pytestmark = pytest.mark.timeout(180)
 def test_lz4_messages_come_back_in_key_order(kafka: KafkaBroker, topic: Callable[..., str]) -> None:
     name = topic(partitions=3)
     producer = Producer(
-        {"bootstrap.servers": kafka.bootstrap, "compression.type": "lz4", "linger.ms": 5}
+        {
+            "bootstrap.servers": kafka.bootstrap,
+            "compression.type": "lz4",
+            "linger.ms": 5,
+            # retries on a loaded machine must not reorder a partition
+            "enable.idempotence": True,
+        }
     )
     sent: dict[bytes, list[bytes]] = defaultdict(list)
     failed: list[str] = []

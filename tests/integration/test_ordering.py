@@ -38,7 +38,7 @@ class Pipeline:
         self.source = "o" + uuid.uuid4().hex[:8]
         self.spark = spark
         self.builder = DebeziumBuilder(self.source)
-        self.producer = Producer({"bootstrap.servers": kafka.bootstrap})
+        self.producer = Producer({"bootstrap.servers": kafka.bootstrap, "enable.idempotence": True})
         self.settings = Settings(
             kafka=KafkaSettings(bootstrap=kafka.bootstrap),
             sources=[SourceSettings(pattern=self.source + r"(\..*)?")],

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pyspark import SparkContext
 
 from shardmerge.cli import main
 from streaming.local_fs import local_path
@@ -41,8 +40,14 @@ def test_only_local_checkpoints_go_without_spark() -> None:
 
 
 def test_locks_and_unlock_read_and_write_a_local_checkpoint_without_a_jvm(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    def no_session(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the light CLI asked for a Spark session")
+
+    # Another test of the same process may have a session running already, so the check is
+    # that this CLI never asks for one.
+    monkeypatch.setattr("streaming.spark_session.session_for_job", no_session)
     checkpoint = (tmp_path / "ck").as_uri()
     config = tmp_path / "job.yaml"
     config.write_text(CONFIG.format(checkpoint=checkpoint))
@@ -63,4 +68,3 @@ def test_locks_and_unlock_read_and_write_a_local_checkpoint_without_a_jvm(
     assert "is not held" in capsys.readouterr().err
     words = [c["words"] for c in StateStore(None, checkpoint).inbox()]
     assert words == [f"unlock shop.orders --shard {held} --action skip"]
-    assert SparkContext._active_spark_context is None  # no JVM was started
