@@ -240,9 +240,17 @@ class Size:
 
 
 def case_broker(
-    broker: Broker, spark: Any, base: Path, size: Size, *, mid_ddl: bool = False
+    broker: Broker,
+    spark: Any,
+    base: Path,
+    size: Size,
+    *,
+    mid_ddl: bool = False,
+    run_again: bool = False,
 ) -> CaseReport:
-    """Stop the broker mid-run (or while shards are held mid-DDL) for ``outage_s``."""
+    """Stop the broker mid-run (or while shards are held mid-DDL) for ``outage_s``; with
+    ``run_again``, then the last batch once more after its commit file is removed (what
+    ``case_kill`` ends with, without the kill runs)."""
     name = "broker_ddl" if mid_ddl else "broker"
     r = CaseReport(name)
     source = f"fb{int(mid_ddl)}"
@@ -269,6 +277,8 @@ def case_broker(
     r.state = f"broker down {size.outage_s:.0f}s after {at} batches; " + (
         "finished" if r.exit_codes[-1] == 0 else work.stopped_with()
     )
+    if run_again and r.exit_codes[-1] == 0:
+        r.state += "; " + run_last_again(work, r)
     return finish(spark, work, oracle, r)
 
 
@@ -282,14 +292,23 @@ def case_kill(broker: Broker, spark: Any, base: Path, size: Size, points: list[s
         r.exit_codes.append(work.run({"SHARDMERGE_CRASH_AT": point}))
     r.exit_codes.append(work.run())
     killed = sum(1 for c in r.exit_codes if c == -9)
+    r.state = f"{killed} of {len(points)} runs killed; " + run_last_again(work, r)
+    return finish(spark, work, oracle, r)
+
+
+def run_last_again(work: Workdir, r: CaseReport) -> str:
+    """Remove the last batch's ``commits/N`` file (and its checksum, as a lost write would
+    leave neither) and run the job again: the batch must be committed again, and write
+    nothing twice."""
     last = work.commits()[-1]
-    (work.checkpoint / "spark" / "commits" / str(last)).unlink()
+    commits = work.checkpoint / "spark" / "commits"
+    (commits / str(last)).unlink()
+    (commits / f".{last}.crc").unlink(missing_ok=True)
     r.exit_codes.append(work.run())
     again = work.commits()[-1] == last
-    r.state = f"{killed} of {len(points)} runs killed; batch {last} run again: {again}"
     if not again:
         r.notes.append(f"batch {last} was not committed again after its commit was removed")
-    return finish(spark, work, oracle, r)
+    return f"batch {last} run again: {again}"
 
 
 def case_storage(

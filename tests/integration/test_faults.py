@@ -20,7 +20,6 @@ from devkit.faultsuite import (
     Size,
     case_broker,
     case_data_loss,
-    case_kill,
     case_malformed,
     case_resend,
     case_storage,
@@ -47,16 +46,12 @@ def exact(r: CaseReport) -> None:
     assert r.ok, r.line()
 
 
-def test_broker_stopped_for_30s_mid_run(broker, spark, tmp_path: Path):
-    exact(case_broker(broker, spark, tmp_path, SIZE))
-
-
-def test_batch_run_again_after_its_commit_file_is_removed(broker, spark, tmp_path: Path):
-    # The kills at every point are test_exactly_once's (and the full suite's): here a
-    # clean run, then its last batch once more after Spark's commit of it is removed.
-    r = case_kill(broker, spark, tmp_path, SIZE, [])
+def test_broker_stopped_for_30s_mid_run_then_a_batch_run_again(broker, spark, tmp_path: Path):
+    # After the outage run, its last batch once more after Spark's commit of it is removed
+    # (the kills at every point are test_exactly_once's and the full suite's).
+    r = case_broker(broker, spark, tmp_path, SIZE, run_again=True)
     exact(r)
-    assert "run again: True" in r.state
+    assert "run again: True" in r.state, r.line()
 
 
 def test_stash_gone_for_seconds_during_a_release(broker, spark, tmp_path: Path):
