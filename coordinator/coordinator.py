@@ -21,9 +21,15 @@ from coordinator.ids import Position, ShardId, TargetId
 from coordinator.locks import LockRules, OperatorError
 from coordinator.optimistic import OptimisticRules, join_all
 from coordinator.pessimistic import PessimisticRules
-from coordinator.policy import Policy
 from coordinator.routing import Router, TableKind
-from coordinator.target import Mode, PendingDDL, Refusal, ShardState, Stage, Target
+from coordinator.target import (
+    PendingDDL,
+    Refusal,
+    ShardState,
+    Stage,
+    Target,
+    TargetConfig,
+)
 from schemas.changes import (
     AlterSpec,
     AlterTable,
@@ -53,13 +59,6 @@ class UnknownShardError(ShardMergeError):
     """A DDL names a routed table whose schema shardmerge has never seen.
 
     Register the table first (its CREATE TABLE or the CDC snapshot schema)."""
-
-
-@dataclass(frozen=True)
-class TargetConfig:
-    mode: Mode = "optimistic"
-    strict: bool = False
-    policy: Policy = field(default_factory=Policy)  # schema-change policy per DDL kind
 
 
 DEFAULT_CONFIG = TargetConfig()

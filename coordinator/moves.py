@@ -27,11 +27,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-import sqlglot
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from sqlglot import exp
-from sqlglot.errors import ParseError
-from sqlglot.executor import execute
 
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.routing import Router
@@ -88,6 +84,12 @@ class KeyPredicate:
     sqlglot's Python executor: the parser the rest of the project uses."""
 
     def __init__(self, text: str) -> None:
+        # Imported here: reading the settings of a job without moves (the operator CLI)
+        # does not load sqlglot's executor.
+        import sqlglot
+        from sqlglot import exp
+        from sqlglot.errors import ParseError
+
         try:
             parsed = sqlglot.parse_one(text, read="mysql")
         except ParseError as e:
@@ -112,6 +114,8 @@ class KeyPredicate:
             raise MoveError(f"keys {self.text!r}: the row has no column {', '.join(missing)}")
         key = tuple(lowered[c] for c in self.columns)
         if key not in self._seen:
+            from sqlglot.executor import execute
+
             table = [dict(zip(self.columns, key, strict=True))]
             self._seen[key] = bool(execute(self._query, tables={"t": table}).rows)
         return self._seen[key]

@@ -31,6 +31,16 @@ __all__ = ["ConflictError", "PendingDDL", "ShardState", "Stage", "Target"]
 Stage = Literal["none", "waiting", "conflict"]
 Mode = Literal["optimistic", "pessimistic"]
 
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """A target's settings: its mode, whether a conflict stops the job, its DDL policy."""
+
+    mode: Mode = "optimistic"
+    strict: bool = False
+    policy: Policy = field(default_factory=Policy)  # schema-change policy per DDL kind
+
+
 EXTRACT_TYPE = ColumnType("VARCHAR", length=255)
 POLICY_NOTES_KEPT = 16
 

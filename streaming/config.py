@@ -25,11 +25,11 @@ from pydantic import (
     model_validator,
 )
 
-from coordinator.coordinator import TargetConfig
 from coordinator.ids import TargetId
 from coordinator.moves import MoveSettings, check_moves
 from coordinator.policy import ALLOWED, Policy, Word
 from coordinator.routing import Extract, Route, Router
+from coordinator.target import TargetConfig
 from shardmerge.errors import ShardMergeError
 from streaming.hadoop_fs import join
 

@@ -3,6 +3,8 @@ plain-Python filesystem, and `shardmerge locks` / `unlock` against a saved state
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -68,3 +70,24 @@ def test_locks_and_unlock_read_and_write_a_local_checkpoint_without_a_jvm(
     assert "is not held" in capsys.readouterr().err
     words = [c["words"] for c in StateStore(None, checkpoint).inbox()]
     assert words == [f"unlock shop.orders --shard {held} --action skip"]
+
+
+def test_locks_loads_neither_sqlglot_nor_pyspark(tmp_path: Path) -> None:
+    """What `shardmerge locks` imports on a local checkpoint: no DDL parser, no Spark (the
+    command answers in well under a second on the project's machine)."""
+    checkpoint = (tmp_path / "ck").as_uri()
+    config = tmp_path / "job.yaml"
+    config.write_text(CONFIG.format(checkpoint=checkpoint))
+    StateStore(None, checkpoint).save(1, {"batch": 1, "locks": [], "stats": {}})
+    probe = (
+        "import sys\n"
+        "from shardmerge.cli import main\n"
+        f"assert main(['locks', '--config', {str(config)!r}]) == 0\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('sqlglot', 'pyspark'))\n"
+        "print('heavy:', heavy[:5])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert "after batch 1:" in out
+    assert "heavy: []" in out, out
