@@ -31,12 +31,14 @@ from coordinator.target import (
     TargetConfig,
 )
 from schemas.changes import (
+    AddColumn,
     AlterSpec,
     AlterTable,
     ChangeColumn,
     CreateDatabase,
     CreateTable,
     CreateTableLike,
+    DropColumn,
     DropDatabase,
     DropTable,
     RenameColumn,
@@ -46,6 +48,7 @@ from schemas.changes import (
 )
 from schemas.ddl import apply, parse_ddl
 from schemas.errors import DDLError, SchemaError
+from schemas.lattice import diff
 from schemas.model import TableName, TableSchema, name_key
 from schemas.render import alter_sql
 from shardmerge.errors import ShardMergeError
@@ -198,8 +201,13 @@ class Coordinator:
     def register(
         self, shard: ShardId, schema: TableSchema, position: Position = None
     ) -> list[Decision]:
-        """A table known at start (snapshot / initial schema): it joins its target."""
+        """A table known at start (snapshot / initial schema): it joins its target. An
+        online-DDL shadow table known at start is a migration that began before the job:
+        its schema is recorded for the cut-over."""
         out: list[Decision] = []
+        if self.router.kind(shard) is TableKind.SHADOW:
+            self.ghosts[shard] = Ghost(schema)
+            return out
         ddl = PendingDDL(
             schema.to_sql(shard.table), position, CreateTable(TableName(shard.table), schema)
         )
@@ -664,24 +672,55 @@ class Coordinator:
     def _cut_over(
         self, shadow: ShardId, real: ShardId, position: Position, out: list[Decision]
     ) -> None:
-        """gh-ost / pt-osc cut-over: the shadow's recorded ALTERs become the real table's."""
+        """gh-ost / pt-osc cut-over: the shadow's recorded ALTERs become the real table's.
+
+        A migration that began before the job's first offset left no ALTER to record:
+        then the change is the difference between the real table's schema and the
+        shadow's (known from its CREATE, e.g. the snapshot's), taken as is when it only
+        adds and modifies columns; a difference that drops and adds columns could be a
+        rename, which a diff cannot tell, and waits for the operator with the statement
+        spelled out. A shadow the job never saw at all waits for the operator too."""
         ghost = self.ghosts.pop(shadow, None)
         st = self.shard_state(real)
         if st is None:
             return
-        if ghost is None or not ghost.statements:
-            reason = f"online-DDL cut-over from {shadow.table}, but no DDL was recorded for it"
+        target = self.where[real]
+        if ghost is None:
+            reason = (
+                f"online-DDL cut-over from {shadow.table}, but the job never saw that table "
+                "(the migration began before the job's first offset): its schema is "
+                f"unknown. Give the migration's ALTER with `shardmerge unlock {target} "
+                f"--shard {real} --action replace --sql 'ALTER TABLE {real.table} ...'`, "
+                "or skip it if it changed nothing downstream"
+            )
             self._lock_ddl(
                 st,
                 PendingDDL(f"RENAME TABLE {shadow.table} TO {real.table}", position, None, reason),
                 out,
             )
             return
-        specs: list[AlterSpec] = []
-        for statement in ghost.statements:
-            for change in parse_ddl(statement):
-                if isinstance(change, AlterTable):
-                    specs.extend(change.specs)
+        if ghost.statements:
+            specs: list[AlterSpec] = []
+            for statement in ghost.statements:
+                for change in parse_ddl(statement):
+                    if isinstance(change, AlterTable):
+                        specs.extend(change.specs)
+        else:
+            specs = list(diff(st.schema, ghost.schema.renamed(st.schema.name)))
+            if not specs:
+                return  # the shadow had the real table's schema: nothing changed
+            drops = [s for s in specs if isinstance(s, DropColumn)]
+            if drops and any(isinstance(s, AddColumn) for s in specs):
+                sql = alter_sql(real.table, tuple(specs))
+                reason = (
+                    f"online-DDL cut-over from {shadow.table}, whose ALTER began before the "
+                    f"job: the shadow's schema differs by {sql}, which drops and adds "
+                    "columns, and a column rename cannot be told from that. Give the "
+                    f"migration's ALTER with `shardmerge unlock {target} --shard {real} "
+                    "--action replace --sql '...'` (this statement if it is right)"
+                )
+                self._lock_ddl(st, PendingDDL(sql, position, None, reason), out)
+                return
         change = AlterTable(TableName(real.table), tuple(specs))
         if position is not None:
             st.altered_at(position)  # the real table's rows from here on are the shadow's

@@ -267,6 +267,49 @@ def test_gh_ost_cut_over_turns_into_the_recorded_ddl_on_the_real_table():
     assert c.ghosts == {}
 
 
+GHO = ShardId.parse("s1.db1._tb1_gho")
+CUT_OVER = "RENAME TABLE tb1 TO _tb1_del, _tb1_gho TO tb1"
+
+
+def test_a_migration_begun_before_the_job_cuts_over_as_its_schema_difference():
+    c = coord(shards=(S1, S2))
+    # the snapshot has the shadow with its ALTER applied: no ALTER statement is ever seen
+    shadow = "CREATE TABLE _tb1_gho (id INT PRIMARY KEY, a BIGINT, b VARCHAR(10), c INT)"
+    assert c.register(GHO, parse_create_table(shadow)) == []
+    d = c.on_ddl(S1, CUT_OVER, 3)
+    assert kinds(d) == ["ApplyDDL"]
+    assert d[0].schema.has_column("c") and d[0].schema.column("a").type.type_sql() == "BIGINT"
+    assert c.ghosts == {}
+
+
+def test_a_shadow_with_the_real_schema_changes_nothing_at_its_cut_over():
+    c = coord(shards=(S1, S2))
+    c.register(GHO, parse_create_table(BASE.format(t="_tb1_gho")))
+    assert c.on_ddl(S1, CUT_OVER, 3) == []
+    assert stage(c) == "none" and c.ghosts == {}
+
+
+def test_a_begun_migration_that_drops_and_adds_columns_waits_with_the_statement():
+    c = coord(shards=(S1, S2))
+    c.register(
+        GHO, parse_create_table("CREATE TABLE _tb1_gho (id INT PRIMARY KEY, a2 INT, b VARCHAR(10))")
+    )
+    c.on_ddl(S1, CUT_OVER, 3)
+    lock = c.locks()[0]
+    assert lock.stage == "conflict" and list(lock.blocked) == [S1]
+    text = lock.conflict or ""
+    assert "DROP COLUMN `a`" in text and "ADD COLUMN `a2`" in text
+    assert "a column rename cannot be told" in text and "--action replace" in text
+
+
+def test_a_cut_over_from_a_shadow_never_seen_waits_for_the_operator():
+    c = coord(shards=(S1, S2))
+    c.on_ddl(S1, CUT_OVER, 3)
+    lock = c.locks()[0]
+    assert lock.stage == "conflict" and list(lock.blocked) == [S1]
+    assert "the job never saw that table" in (lock.conflict or "")
+
+
 # --- an at-least-once upstream ------------------------------------------------------
 
 
