@@ -65,8 +65,19 @@ class _Parser(argparse.ArgumentParser):
         raise CommandError(f"{message}; expected {USAGE}")
 
 
-def add_unlock_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", help="the downstream table, db.table")
+def add_unlock_arguments(parser: argparse.ArgumentParser, *, cancel: bool = False) -> None:
+    """The arguments of ``unlock``; with ``cancel`` (the command line, not the stored
+    words) also ``--cancel ID``, which withdraws a queued command and takes no target."""
+    parser.add_argument(
+        "target", nargs="?" if cancel else None, help="the downstream table, db.table"
+    )
+    if cancel:
+        parser.add_argument(
+            "--cancel",
+            metavar="ID",
+            help="withdraw a queued command (its id as unlock printed it, or as "
+            "`shardmerge locks` lists it); alone, without a target",
+        )
     parser.add_argument("--shard", help="the held shard, source.db.table")
     parser.add_argument(
         "--action",

@@ -77,9 +77,11 @@ def _locks(args: argparse.Namespace) -> int:
     failed = store.failure()
     if failed is not None:
         print(f"the job stopped in batch {failed['batch']}: {p(failed['error'])}")
-    waiting = [c["words"] for c in store.inbox()]
+    waiting = store.inbox()
     if waiting:
-        print("commands waiting for the next batch: " + "; ".join(p(w) for w in waiting))
+        print("commands waiting for the next batch (withdraw one: unlock --cancel ID):")
+        for c in waiting:
+            print(f"  {p(c['id'])}  {p(c['words'])}")
     return 0
 
 
@@ -102,6 +104,11 @@ def _unlock(args: argparse.Namespace) -> int:
     from coordinator.commands import command_from_args, refusal
     from shardmerge.printable import printable
 
+    if args.cancel is not None:
+        return _cancel(args)
+    if args.target is None:
+        print("refused: give the target (db.table), or --cancel ID", file=sys.stderr)
+        return 2
     command = command_from_args(args)
     store = _store(args.config)
     latest = store.latest()
@@ -112,11 +119,27 @@ def _unlock(args: argparse.Namespace) -> int:
         print(f"refused: {printable(why)}", file=sys.stderr)
         return 2
     command_id = store.submit(command.words())
-    from shardmerge.printable import printable
-
     print(
         f"queued {printable(command.words())!r} ({command_id}); "
         "it takes effect at the next micro-batch"
+    )
+    return 0
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from shardmerge.printable import printable
+
+    others = [args.target, args.shard, args.action, args.replace, args.force_remove, args.retry]
+    if any(others):
+        print("refused: --cancel ID takes nothing else (no target, no action)", file=sys.stderr)
+        return 2
+    why = _store(args.config).cancel(args.cancel)
+    if why is not None:
+        print(f"refused: {printable(why)}", file=sys.stderr)
+        return 2
+    print(
+        f"withdrawn: {printable(args.cancel)}; no batch that starts from now on applies it "
+        "(one already running may have)"
     )
     return 0
 
@@ -141,5 +164,5 @@ def add_job_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "unlock", help="skip, execute or replace a held shard's DDL, or force-remove a lock"
     )
     unlock.add_argument("--config", required=True)
-    add_unlock_arguments(unlock)
+    add_unlock_arguments(unlock, cancel=True)
     unlock.set_defaults(func=_unlock)

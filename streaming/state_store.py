@@ -12,6 +12,10 @@ Layout under ``CHECKPOINT/shardmerge/`` (a URI: ``file:``, ``hdfs://``, ``s3a://
   anything, so a re-run applies exactly the same ones.
 - ``commands/<time>-<id>``: commands from ``shardmerge unlock``, waiting for the next batch.
   A command stays until a state records it as applied.
+- ``cancelled/<id>``: a queued command withdrawn (``shardmerge unlock --cancel ID``): no
+  batch applies it from then on, not even one whose intent had fixed it (a batch that
+  Spark runs again after a failure). The next batch forgets the command; the withdrawal
+  is pruned once no kept intent names it.
 - ``failed/<seq>``: what the coordinator saw when a batch stopped the job.
 
 **How a half-written record is never read, on every filesystem.** Object stores have no
@@ -184,6 +188,20 @@ class StateStore:
         for name in intents:
             if int(name[:12]) < cutoff:
                 self._drop("intent", name)
+        self._prune_cancelled()
+
+    def _prune_cancelled(self) -> None:
+        """A withdrawal is kept while a kept intent names its command: a batch that runs
+        again must leave out what its first run left out."""
+        cancelled = self.cancelled()
+        if not cancelled:
+            return
+        named = {c["id"] for c in self._queued()}
+        committed, _ = self._names("intent")
+        for name in committed:
+            named.update(c["id"] for c in self._get("intent", name))
+        for command_id in cancelled - named:
+            self._drop("cancelled", command_id)
 
     def save_failure(self, data: dict[str, Any]) -> None:
         """What the coordinator saw when a batch stopped the job (a strict conflict): for
@@ -206,22 +224,51 @@ class StateStore:
         return command_id
 
     def inbox(self) -> list[dict[str, str]]:
+        """The queued commands, oldest first, less those withdrawn."""
+        cancelled = self.cancelled()
+        return [c for c in self._queued() if c["id"] not in cancelled]
+
+    def _queued(self) -> list[dict[str, str]]:
         committed, _ = self._names("commands")
         return [self._get("commands", name) for name in committed]
 
+    def cancelled(self) -> set[str]:
+        committed, _ = self._names("cancelled")
+        return set(committed)
+
+    def cancel(self, command_id: str) -> str | None:
+        """Withdraw a queued command; the reason it cannot be, or None once withdrawn.
+
+        A batch running at this moment may already have fixed the command in its intent
+        and applied it; a withdrawal only keeps the batches that start (or run again)
+        after it from applying it."""
+        if command_id not in {c["id"] for c in self._queued()}:
+            return (
+                f"no queued command {command_id}: it was applied by a batch already, or "
+                "never queued (shardmerge locks lists the commands still waiting)"
+            )
+        if command_id not in self.cancelled():
+            self._put("cancelled", command_id, {"id": command_id})
+        return None
+
     def intent(self, batch: int, applied: set[str]) -> list[dict[str, str]]:
-        """The commands batch ``batch`` applies: fixed the first time the batch runs."""
+        """The commands batch ``batch`` applies: fixed the first time the batch runs, less
+        those withdrawn since (``cancel``)."""
         prefix = f"{batch:012d}"
         committed, _ = self._names("intent")
         mine = [n for n in committed if n.startswith(prefix + "-")]
         if mine:
             fixed: list[dict[str, str]] = self._get("intent", mine[0])
-            return fixed
+            cancelled = self.cancelled()
+            return [c for c in fixed if c["id"] not in cancelled]
         chosen = [c for c in self.inbox() if c["id"] not in applied]
         self._put("intent", self._next("intent", prefix), chosen)
         return chosen
 
     def forget_commands(self, applied: set[str]) -> None:
-        for c in self.inbox():
-            if c["id"] in applied:
+        """Remove the commands a saved state records as applied, and withdrawn ones (their
+        withdrawals stay while an intent names them: ``_prune_cancelled``)."""
+        cancelled = self.cancelled()
+        for c in self._queued():
+            if c["id"] in applied or c["id"] in cancelled:
                 self._drop("commands", c["id"])

@@ -47,6 +47,26 @@ def a_rerun_batch_applies_exactly_the_commands_of_its_first_run(store: StateStor
     assert [c["words"] for c in store.inbox()] == ["unlock a.b --shard s.d.t --action skip"]
 
 
+def a_withdrawn_command_is_never_applied(store: StateStore) -> None:
+    first = store.submit("unlock a.b --force-remove")
+    second = store.submit("unlock a.b --shard s.d.t --action skip")
+    assert [c["id"] for c in store.intent(7, applied=set())] == [first, second]
+    assert store.cancel(first) is None
+    # not even by the batch whose intent fixed it, when Spark runs that batch again
+    assert [c["id"] for c in store.intent(7, applied=set())] == [second]
+    assert [c["id"] for c in store.inbox()] == [second]
+    assert "no queued command nope" in (store.cancel("nope") or "")
+    store.save(7, {"batch": 7})
+    store.forget_commands({second})
+    assert store.inbox() == []
+    assert "no queued command" in (store.cancel(first) or "")
+    # the withdrawal stays while intent 7 is kept (a run of batch 7 again leaves it out)
+    assert [c["id"] for c in store.intent(7, applied=set())] == [second]
+    for batch in range(8, 8 + KEEP + 1):
+        store.save(batch, {"batch": batch})
+    assert store.cancelled() == set()
+
+
 def a_half_written_record_is_never_read(store: StateStore) -> None:
     store.save(1, {"batch": 1})
     # A writer died after the data of batch 2's state, before its marker; and one died
@@ -108,6 +128,7 @@ CHECKS = [
     restores_from_the_newest_earlier_state,
     a_committed_record_that_cannot_be_read_is_an_error,
     a_rerun_batch_applies_exactly_the_commands_of_its_first_run,
+    a_withdrawn_command_is_never_applied,
     a_half_written_record_is_never_read,
     old_states_and_intents_are_pruned,
     a_failure_is_kept_until_a_batch_succeeds,

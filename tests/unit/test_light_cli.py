@@ -70,6 +70,19 @@ def test_locks_and_unlock_read_and_write_a_local_checkpoint_without_a_jvm(
     assert "is not held" in capsys.readouterr().err
     words = [c["words"] for c in StateStore(None, checkpoint).inbox()]
     assert words == [f"unlock shop.orders --shard {held} --action skip"]
+    # the queued command listed with its id, and withdrawn by it
+    assert main(["locks", "--config", str(config)]) == 0
+    listed = capsys.readouterr().out
+    (queued,) = StateStore(None, checkpoint).inbox()
+    assert f"{queued['id']}  {words[0]}" in listed
+    assert main(["unlock", "--config", str(config), "--cancel", queued["id"]]) == 0
+    assert "withdrawn" in capsys.readouterr().out
+    assert StateStore(None, checkpoint).inbox() == []
+    assert main(["unlock", "--config", str(config), "--cancel", queued["id"]]) == 0  # again: kept
+    assert main(["unlock", "--config", str(config), "--cancel", "nope"]) == 2
+    assert "no queued command nope" in capsys.readouterr().err
+    assert main(["unlock", "--config", str(config), "shop.orders", "--cancel", "x"]) == 2
+    assert main(["unlock", "--config", str(config), "--action", "skip"]) == 2
 
 
 def test_locks_loads_neither_sqlglot_nor_pyspark(tmp_path: Path) -> None:
