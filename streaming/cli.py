@@ -1,4 +1,5 @@
-"""The job's verbs of the ``shardmerge`` command line: ``run``, ``locks``, ``unlock``.
+"""The job's verbs of the ``shardmerge`` command line: ``run``, ``locks``, ``unlock``,
+``history``.
 
 ``run`` runs the streaming job; ``locks`` and ``unlock`` operate a running job's shard DDL
 locks through the durable command inbox under its checkpoint. The ``shardmerge`` entry
@@ -144,6 +145,61 @@ def _cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def _history(args: argparse.Namespace) -> int:
+    """The target table's Delta commits, newest first, each downstream change with the
+    statement and the shard DDL or operator command that caused it (its userMetadata)."""
+    from delta.tables import DeltaTable
+
+    from coordinator.ids import TargetId
+    from shardmerge.printable import printable as p
+    from streaming.config import load_settings
+    from streaming.delta_sink import delta_table_at
+    from streaming.spark_session import session_for_job
+
+    settings = load_settings(args.config)
+    try:
+        target = TargetId.parse(args.target)
+    except ValueError as e:
+        print(f"refused: {p(str(e))}", file=sys.stderr)
+        return 2
+    path = settings.table_path(target)
+    spark = session_for_job("shardmerge-cli")
+    if not delta_table_at(spark, path):
+        print(f"no Delta table for {target} at {p(path)} yet", file=sys.stderr)
+        return 2
+    history = DeltaTable.forPath(spark, path).history(args.limit)
+    commits = []
+    for r in history.select("version", "timestamp", "operation", "userMetadata").collect():
+        cause = None
+        if r["userMetadata"]:
+            try:
+                cause = json.loads(r["userMetadata"]).get("shardmerge")
+            except (ValueError, AttributeError):
+                cause = None  # another writer's metadata: shown as it is
+        commits.append(
+            {
+                "version": r["version"],
+                "timestamp": r["timestamp"].isoformat(),
+                "operation": r["operation"],
+                "cause": cause,
+                "user_metadata": None if cause is not None else r["userMetadata"],
+            }
+        )
+    if args.json:
+        print(json.dumps({"target": str(target), "path": path, "commits": commits}))
+        return 0
+    print(f"{target} at {p(path)}, newest first:")
+    for c in commits:
+        line = f"{c['version']:>6}  {c['timestamp']}  {c['operation']}"
+        if c["cause"] is not None:
+            line += f"  {p(c['cause'].get('statement', ''))}"
+            line += f"\n{'':8}because: {p(c['cause'].get('reason', ''))}"
+        elif c["user_metadata"]:
+            line += f"  (metadata: {p(c['user_metadata'])})"
+        print(line)
+    return 0
+
+
 def add_job_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``run``, ``locks`` and ``unlock`` on a subparsers object."""
     from coordinator.commands import add_unlock_arguments
@@ -166,3 +222,13 @@ def add_job_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     unlock.add_argument("--config", required=True)
     add_unlock_arguments(unlock, cancel=True)
     unlock.set_defaults(func=_unlock)
+
+    history = verbs.add_parser(
+        "history",
+        help="a target's Delta commits, each downstream change with its statement and cause",
+    )
+    history.add_argument("--config", required=True)
+    history.add_argument("target", help="the downstream table, db.table")
+    history.add_argument("--limit", type=int, default=20, help="newest commits shown (20)")
+    history.add_argument("--json", action="store_true", help="machine-readable output")
+    history.set_defaults(func=_history)

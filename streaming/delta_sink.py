@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -39,7 +40,19 @@ from streaming.hadoop_fs import HadoopFs, join
 from streaming.quoting import ident, table_at
 from streaming.spark_types import delta_type, literal_expr, schema_ddl, widens_in_place
 
-__all__ = ["DeltaSink", "SinkError", "StorageUnreadable", "delta_table_at", "txn"]
+__all__ = [
+    "COMMIT_INFO_KEY",
+    "DeltaSink",
+    "SinkError",
+    "StorageUnreadable",
+    "commit_info",
+    "delta_table_at",
+    "txn",
+]
+
+# The commits made while this session conf is set carry its value as their commit info's
+# userMetadata (DESCRIBE HISTORY's column of that name).
+COMMIT_INFO_KEY = "spark.databricks.delta.commitInfo.userMetadata"
 
 # Offending values named in a refused rewrite.
 _SAMPLES = 5
@@ -80,6 +93,17 @@ def delta_table_at(spark: SparkSession, path: str) -> bool:
             "runs again"
         )
     return False
+
+
+@contextmanager
+def commit_info(spark: SparkSession, cause: dict[str, Any]) -> Iterator[None]:
+    """The Delta commits made inside record ``cause`` (JSON under ``"shardmerge"``) as their
+    userMetadata: why the table changed, for ``shardmerge history`` and DESCRIBE HISTORY."""
+    spark.conf.set(COMMIT_INFO_KEY, json.dumps({"shardmerge": cause}, sort_keys=True))
+    try:
+        yield
+    finally:
+        spark.conf.unset(COMMIT_INFO_KEY)
 
 
 @contextmanager
@@ -129,7 +153,20 @@ class DeltaSink:
         UPDATE takes a write slot from ``version`` whether or not it runs. So does every
         type change (MODIFY, CHANGE): its slot guards the rewrite of the table, when the
         change needs one and ``rewrite`` allows it. Raises :class:`SinkError` for a change
-        Delta cannot make."""
+        Delta cannot make. Every commit it makes records the statement and its cause
+        (:func:`commit_info`)."""
+        cause = {
+            "statement": decision.statement,
+            "reason": decision.reason,
+            "target": str(decision.target),
+            "app_id": self.app_id,
+        }
+        with commit_info(self.spark, cause):
+            self._alter(path, decision, version, rewrite)
+
+    def _alter(
+        self, path: str, decision: ApplyDDL, version: Callable[[], int], rewrite: bool
+    ) -> None:
         table = self.table(path)
         for spec in decision.specs:
             have = self.columns(path)

@@ -4,12 +4,15 @@ fixed the table by hand, ``unlock TARGET --retry`` runs the change and releases 
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
+import yaml
 from pyspark.sql import functions as F
 
 from coordinator.ids import TargetId
+from shardmerge.cli import main
 from streaming.config import TargetSettings
 from streaming.state_store import StateStore
 from tests.integration.test_ordering import BASE, Pipeline, ddl, row
@@ -78,7 +81,7 @@ DEC = "CREATE TABLE {t} (id INT PRIMARY KEY, p DECIMAL(5,2))"
 DEC3 = "CREATE TABLE {t} (id INT PRIMARY KEY, p DECIMAL(5,3))"
 
 
-def test_a_decimal_delta_cannot_widen_waits_then_is_rewritten(kafka, spark, tmp_path):
+def test_a_decimal_delta_cannot_widen_waits_then_is_rewritten(kafka, spark, tmp_path, capsys):
     """MODIFY p DECIMAL(5,3) on DECIMAL(5,2): more scale, one integer digit less. Delta
     cannot do it in place; the job does not stop, and with rewrite_incompatible the retry
     rewrites the table with the new type."""
@@ -115,3 +118,16 @@ def test_a_decimal_delta_cannot_widen_waits_then_is_rewritten(kafka, spark, tmp_
         {"id": 3, "p": Decimal("1.125")},
         {"id": 4, "p": Decimal("2.500")},
     ]
+    # The rewrite's commit says which statement and which shard DDL caused it, and
+    # `shardmerge history` shows it.
+    config = tmp_path / "job.yaml"
+    config.write_text(yaml.safe_dump(p.settings.model_dump(mode="json", exclude_defaults=True)))
+    assert main(["history", "--config", str(config), "shop.t", "--json"]) == 0
+    commits = json.loads(capsys.readouterr().out)["commits"]
+    caused = [c for c in commits if c["cause"] is not None]
+    assert caused, commits
+    assert all("MODIFY COLUMN `p` DECIMAL(5,3)" in c["cause"]["statement"] for c in caused)
+    assert all(c["cause"]["reason"] and c["cause"]["target"] == "shop.t" for c in caused)
+    assert any(c["operation"] in ("WRITE", "CREATE OR REPLACE TABLE AS SELECT") for c in caused)
+    assert main(["history", "--config", str(config), "shop.t"]) == 0
+    assert "because:" in capsys.readouterr().out
