@@ -6,8 +6,9 @@ execute them. The protocol is written down in ``coordinator/PROTOCOL.md``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shardmerge.lazy import lazy_names
 
 if TYPE_CHECKING:
     from coordinator.commands import OperatorCommand, parse_command
@@ -68,13 +69,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = lazy_names(__name__, globals(), _WHERE)

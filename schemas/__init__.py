@@ -5,8 +5,9 @@ Pure: no Spark, no Kafka, no I/O.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shardmerge.lazy import lazy_names
 
 if TYPE_CHECKING:
     from schemas.ddl import apply, normalize, parse_create_table, parse_ddl, parse_type
@@ -59,13 +60,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = lazy_names(__name__, globals(), _WHERE)

@@ -8,7 +8,8 @@ Where things are:
 - ``devkit/``: development tooling (local Kafka, local MariaDB + Debezium, producer,
   workload, demo, kill harness, the spark and mariadb scenario engines).
 
-This package holds only what belongs to all of them: the root error and the command line.
+This package holds only what belongs to all of them: the root error, the command line,
+printable output and lazy package namespaces.
 """
 
 from shardmerge.errors import ShardMergeError

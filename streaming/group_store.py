@@ -21,6 +21,7 @@ Backends:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -30,7 +31,7 @@ from typing import Any, Protocol
 
 from shardmerge.errors import ShardMergeError
 from streaming.hadoop_fs import join
-from streaming.local_fs import local_path
+from streaming.local_fs import local_path, sync_folder, write_synced
 
 __all__ = ["GroupStore", "GroupStoreError", "LocalRecords", "Records", "group_store", "probe"]
 
@@ -74,23 +75,17 @@ class LocalRecords:
         folder = os.path.dirname(path) or "."
         os.makedirs(folder, exist_ok=True)
         tmp = os.path.join(folder, f"{_TMP_PREFIX}{uuid.uuid4().hex}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            write_synced(tmp, data)
             try:
                 os.link(tmp, path)
             except FileExistsError:
                 return False
-            _sync_folder(folder)
+            sync_folder(folder)
             return True
         finally:
-            os.remove(tmp)
+            with contextlib.suppress(FileNotFoundError):  # not created: nothing to remove
+                os.remove(tmp)
 
     def read(self, uri: str) -> bytes | None:
         try:
@@ -106,14 +101,6 @@ class LocalRecords:
         return sorted(
             e.name for e in os.scandir(path) if e.is_file() and not e.name.startswith(".")
         )
-
-
-def _sync_folder(folder: str) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class GroupStore:

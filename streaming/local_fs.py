@@ -13,7 +13,7 @@ import contextlib
 import os
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["LocalFs", "local_path"]
+__all__ = ["LocalFs", "local_path", "sync_folder", "write_synced"]
 
 
 def local_path(uri: str) -> str | None:
@@ -27,6 +27,27 @@ def local_path(uri: str) -> str | None:
     if parts.scheme == "" or (len(parts.scheme) == 1 and os.name == "nt"):
         return uri
     return None
+
+
+def write_synced(path: str, data: bytes) -> None:
+    """Write a new file (fails if ``path`` exists) and sync it to disk."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sync_folder(folder: str) -> None:
+    """Sync a folder's entries (a new name in it survives a crash)."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class LocalFs:
@@ -58,19 +79,8 @@ class LocalFs:
         path = self._local(uri)
         folder = os.path.dirname(path) or "."
         os.makedirs(folder, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        dir_fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_synced(path, data)
+        sync_folder(folder)
         return True
 
     def delete(self, uri: str) -> None:
