@@ -9,6 +9,8 @@ Routes (every one behind the token when a token is set):
 - ``POST /api/commands`` with ``{"target", "action", "shard"?, "statements"?}``: an
   operator command, queued in the same durable inbox as ``shardmerge unlock`` (it survives
   a restart and applies at the next micro-batch). Answers 202 with its id and words.
+- ``POST /api/commands/cancel`` with ``{"id"}``: withdraws a queued command (as
+  ``shardmerge unlock --cancel``); 404 when no such command is queued.
 
 Security: binds 127.0.0.1 by default; another address needs ``ops.token`` (the settings
 refuse it otherwise). With a token, a request without ``Authorization: Bearer <token>``
@@ -219,12 +221,33 @@ class OpsServer:
 
     def post(self, h: BaseHTTPRequestHandler) -> tuple[HTTPStatus, str, bytes]:
         path = urlsplit(h.path).path
-        if path != "/api/commands":
+        if path not in ("/api/commands", "/api/commands/cancel"):
             if path.startswith("/api/") or path in ("/", "/metrics"):
                 raise ApiError(
-                    HTTPStatus.METHOD_NOT_ALLOWED, "only /api/commands takes POST", Allow="GET"
+                    HTTPStatus.METHOD_NOT_ALLOWED,
+                    "only /api/commands and /api/commands/cancel take POST",
+                    Allow="GET",
                 )
             raise ApiError(HTTPStatus.NOT_FOUND, f"no such page {path!r}")
+        body = self._json_body(h)
+        if path == "/api/commands/cancel":
+            return self._cancel(h, body)
+        command = command_from_json(body)
+        known = {t["target"] for t in self.views.locks()["targets"]}
+        if str(command.target) not in known:
+            raise ApiError(HTTPStatus.NOT_FOUND, f"no target {command.target} in the job's state")
+        latest = self.views.store.latest()
+        why = refusal(command, latest[1]["locks"]) if latest is not None else None
+        if why is not None:  # a shard not held, a replacement for another table, ...
+            raise ApiError(HTTPStatus.BAD_REQUEST, why)
+        words = command.words()
+        command_id = self.views.store.submit(words)
+        log.info("operator command queued from %s: %s (%s)", h.address_string(), words, command_id)
+        answer = {"id": command_id, "words": words, "applies": "at the next micro-batch"}
+        return HTTPStatus.ACCEPTED, "application/json", json.dumps(answer).encode()
+
+    def _json_body(self, h: BaseHTTPRequestHandler) -> dict[str, Any]:
+        """The POST's JSON object, from the page's own origin."""
         origin = h.headers.get("Origin")
         if origin is not None and urlsplit(origin).netloc != h.headers.get("Host"):
             raise ApiError(HTTPStatus.FORBIDDEN, f"a command from origin {origin!r} is refused")
@@ -239,16 +262,18 @@ class OpsServer:
             raise ApiError(HTTPStatus.BAD_REQUEST, f"not JSON: {e}") from e
         if not isinstance(body, dict):
             raise ApiError(HTTPStatus.BAD_REQUEST, "send a JSON object {target, action, ...}")
-        command = command_from_json(body)
-        known = {t["target"] for t in self.views.locks()["targets"]}
-        if str(command.target) not in known:
-            raise ApiError(HTTPStatus.NOT_FOUND, f"no target {command.target} in the job's state")
-        latest = self.views.store.latest()
-        why = refusal(command, latest[1]["locks"]) if latest is not None else None
-        if why is not None:  # a shard not held, a replacement for another table, ...
-            raise ApiError(HTTPStatus.BAD_REQUEST, why)
-        words = command.words()
-        command_id = self.views.store.submit(words)
-        log.info("operator command queued from %s: %s (%s)", h.address_string(), words, command_id)
-        answer = {"id": command_id, "words": words, "applies": "at the next micro-batch"}
-        return HTTPStatus.ACCEPTED, "application/json", json.dumps(answer).encode()
+        return body
+
+    def _cancel(
+        self, h: BaseHTTPRequestHandler, body: dict[str, Any]
+    ) -> tuple[HTTPStatus, str, bytes]:
+        """Withdraw a queued command (``shardmerge unlock --cancel ID``)."""
+        command_id = body.get("id")
+        if not isinstance(command_id, str) or set(body) != {"id"}:
+            raise ApiError(HTTPStatus.BAD_REQUEST, 'send {"id": "<a queued command\'s id>"}')
+        why = self.views.store.cancel(command_id)
+        if why is not None:
+            raise ApiError(HTTPStatus.NOT_FOUND, why)
+        log.info("operator command %s withdrawn from %s", command_id, h.address_string())
+        answer = {"id": command_id, "withdrawn": True}
+        return HTTPStatus.OK, "application/json", json.dumps(answer).encode()

@@ -173,6 +173,14 @@ def test_commands_are_post_only_and_go_to_the_clis_durable_inbox(serve, spark):
     assert json.loads(raw)["waiting"] == inbox
     locks = json.loads(call(server, "GET", "/api/locks")[2])
     assert locks["commands_waiting"] == [answer["words"]]
+    # withdrawn by its id, as `shardmerge unlock --cancel` does; then no longer queued
+    assert call(server, "POST", "/api/commands/cancel", {"id": answer["id"], "x": 1})[0] == 400
+    status, _, raw = call(server, "POST", "/api/commands/cancel", {"id": answer["id"]})
+    assert status == 200 and json.loads(raw) == {"id": answer["id"], "withdrawn": True}, raw
+    assert StateStore(spark, s.checkpoint).inbox() == []
+    assert json.loads(call(server, "GET", "/api/commands")[2])["waiting"] == []
+    status, _, raw = call(server, "POST", "/api/commands/cancel", {"id": "nope"})
+    assert status == 404 and "no queued command nope" in json.loads(raw)["error"]
 
 
 def test_commands_refused_unless_json_from_the_same_origin_and_well_formed(serve, spark):
