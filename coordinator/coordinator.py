@@ -709,8 +709,8 @@ class Coordinator:
             specs = list(diff(st.schema, ghost.schema.renamed(st.schema.name)))
             if not specs:
                 return  # the shadow had the real table's schema: nothing changed
-            drops = [s for s in specs if isinstance(s, DropColumn)]
-            if drops and any(isinstance(s, AddColumn) for s in specs):
+            kinds = {type(s) for s in specs}
+            if DropColumn in kinds and AddColumn in kinds:
                 sql = alter_sql(real.table, tuple(specs))
                 reason = (
                     f"online-DDL cut-over from {shadow.table}, whose ALTER began before the "

@@ -170,12 +170,7 @@ def _history(args: argparse.Namespace) -> int:
     history = DeltaTable.forPath(spark, path).history(args.limit)
     commits = []
     for r in history.select("version", "timestamp", "operation", "userMetadata").collect():
-        cause = None
-        if r["userMetadata"]:
-            try:
-                cause = json.loads(r["userMetadata"]).get("shardmerge")
-            except (ValueError, AttributeError):
-                cause = None  # another writer's metadata: shown as it is
+        cause = _cause(r["userMetadata"])
         commits.append(
             {
                 "version": r["version"],
@@ -198,6 +193,19 @@ def _history(args: argparse.Namespace) -> int:
             line += f"  (metadata: {p(c['user_metadata'])})"
         print(line)
     return 0
+
+
+def _cause(metadata: str | None) -> dict[str, Any] | None:
+    """shardmerge's cause in a commit's userMetadata; None for a commit without one
+    (another writer's metadata is then shown as it is)."""
+    if not metadata:
+        return None
+    try:
+        value = json.loads(metadata)
+    except ValueError:
+        return None  # not JSON: not ours
+    cause = value.get("shardmerge") if isinstance(value, dict) else None
+    return cause if isinstance(cause, dict) else None
 
 
 def add_job_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -43,9 +43,14 @@ def test_processes_and_threads_appending_fill_every_number_once(tmp_path: Path) 
     procs = [SPAWN.Process(target=_race_appends, args=(root, w)) for w in range(PROCESSES)]
     for p in procs:
         p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
+    try:
+        for p in procs:
+            p.join(120)
+            assert p.exitcode == 0
+    finally:
+        for p in procs:  # none outlives the test, even one that hung
+            if p.is_alive():
+                p.kill()
     store = group_store(root)
     total = PROCESSES * THREADS * APPENDS
     assert store.numbers("log") == list(range(total))  # dense: no gap, no number twice
@@ -64,9 +69,14 @@ def test_one_winner_per_name(tmp_path: Path) -> None:
     procs = [SPAWN.Process(target=_race_one_name, args=(root, w, results)) for w in range(6)]
     for p in procs:
         p.start()
-    outcomes = dict(results.get(timeout=60) for _ in procs)
-    for p in procs:
-        p.join(60)
+    try:
+        outcomes = dict(results.get(timeout=60) for _ in procs)
+        for p in procs:
+            p.join(60)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
     winners = [w for w, won in outcomes.items() if won]
     assert len(winners) == 1
     assert group_store(root).read("owner/000000000001.json") == {"worker": winners[0]}
