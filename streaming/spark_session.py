@@ -28,6 +28,9 @@ tests, ``shardmerge run`` without a cluster. Why its settings:
   ``spark.kafka.consumer.cache.timeout``), so a high one costs nothing unused. It is read
   when the executor JVM starts: under spark-submit it must be given there
   (docs/cluster.md); the job only warns when it is missing.
+- ``SHARDMERGE_SPARK_CONF`` (environment): more settings for the local session, one
+  ``key=value`` per line or separated by spaces; they override the defaults above and are
+  overridden by ``extra_conf``. The test suite sets :data:`SMALL_BATCH_CONF` there.
 """
 
 from __future__ import annotations
@@ -42,8 +45,17 @@ from pyspark.sql import SparkSession
 
 from streaming._jars import jars
 from streaming.quoting import SESSION_CONF
+from streaming.session_conf import ENV_CONF, SMALL_BATCH_CONF, env_conf
 
-__all__ = ["KAFKA_POOL_CONF", "build_spark", "session_for_job", "submitted"]
+__all__ = [
+    "ENV_CONF",
+    "KAFKA_POOL_CONF",
+    "SMALL_BATCH_CONF",
+    "build_spark",
+    "env_conf",
+    "session_for_job",
+    "submitted",
+]
 
 log = logging.getLogger("shardmerge.session")
 
@@ -97,8 +109,9 @@ def build_spark(
 ) -> SparkSession:
     """A SparkSession with Delta and Kafka, or the active one (``getOrCreate``).
 
-    ``extra_conf`` overrides the defaults below. The JVM settings (``spark.jars``, driver
-    memory, Java options) only take effect if no Spark JVM runs yet in this process.
+    ``extra_conf`` overrides the defaults below and ``SHARDMERGE_SPARK_CONF``. The JVM
+    settings (``spark.jars``, driver memory, Java options) only take effect if no Spark JVM
+    runs yet in this process.
     Raises ``JarsMissing`` (run ``scripts/fetch-jars``) when ``.jars/spark/`` is empty.
     """
     spark_jars = jars("spark")
@@ -134,6 +147,7 @@ def build_spark(
         # substitution inside quoted names).
         **SESSION_CONF,
         **KAFKA_POOL_CONF,
+        **env_conf(),
         **(extra_conf or {}),
     }
     builder = SparkSession.builder.appName(app_name).master(master)

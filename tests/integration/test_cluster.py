@@ -19,6 +19,7 @@ import pytest
 from delta.tables import DeltaTable
 
 from devkit import killtest, objectstore, spark_cluster
+from streaming.session_conf import env_conf
 from streaming.state_store import StateStore
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -81,6 +82,13 @@ def test_the_readme_command_on_a_standalone_cluster(kafka, s3, bucket, spark, tm
             return False
         return killtest.compare(spark, lake, oracle).ok  # converged: all there, once
 
+    # The README's command as given, plus the suite's small-batch settings the way a
+    # submitter adds settings: a spark-defaults.conf (streaming.session_conf).
+    conf_dir = tmp_path / "spark-conf"
+    conf_dir.mkdir()
+    (conf_dir / "spark-defaults.conf").write_text(
+        "".join(f"{k} {v}\n" for k, v in env_conf().items())
+    )
     with spark_cluster.running("pytest", tmp_path / "cluster", memory="1g") as cluster:
         env = dict(
             os.environ,
@@ -93,6 +101,7 @@ def test_the_readme_command_on_a_standalone_cluster(kafka, s3, bucket, spark, tm
             S3_ACCESS_KEY=objectstore.ACCESS_KEY,
             S3_SECRET_KEY=objectstore.SECRET_KEY,
             JOB_CONFIG=str(config),
+            SPARK_CONF_DIR=str(conf_dir),
         )
         driver = submit(env, log)
         try:

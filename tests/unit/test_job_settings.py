@@ -203,3 +203,14 @@ def test_the_token_can_come_from_a_file(tmp_path: Path):
         load_settings(
             write(tmp_path, BASE), environ={"SHARDMERGE__OPS__TOKEN_FILE": str(tmp_path / "no")}
         )
+
+
+def test_spark_conf_from_the_environment_is_key_value_pairs():
+    from streaming.session_conf import env_conf
+
+    assert env_conf("a.b=1\n  c.d=x=y  e=") == {"a.b": "1", "c.d": "x=y", "e": ""}
+    assert env_conf("") == {}
+    with pytest.raises(ValueError, match="'spark.sql.x' is not key=value"):
+        env_conf("a=1 spark.sql.x")
+    with pytest.raises(ValueError, match="'=1' is not key=value"):
+        env_conf("=1")
