@@ -103,6 +103,8 @@ CONNECTOR_CLASS = CONNECTOR_CLASSES[DEFAULT_CONNECTOR]  # kept for callers of th
 ADMIN = ("admin", "admin")
 DEBEZIUM = ("debezium", "debezium")
 DEBEZIUM_GRANTS = "SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT"
+# The worker's environment variable the connector's password comes from.
+DEBEZIUM_PASSWORD_ENV = "SHARDMERGE_DEBEZIUM_PASSWORD"
 SYSTEM_DATABASES = "mysql,sys,performance_schema,information_schema"
 _STATE_FILE = "upstream.json"
 _log = logging.getLogger(__name__)
@@ -124,6 +126,12 @@ key.converter.replace.null.with.default=false
 value.converter.replace.null.with.default=false
 offset.storage.file.filename={offsets}
 offset.flush.interval.ms=500
+# The connector's password is read from the worker's environment when the task starts
+# (KIP-887); the connector config holds only ${{env:...}}, so Connect's REST API never
+# returns it. Only that one variable is readable that way.
+config.providers=env
+config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider
+config.providers.env.param.allowlist.pattern={password_env}
 """
 
 _LOG4J2_PROPERTIES = """\
@@ -220,7 +228,7 @@ class Upstream:
             "database.hostname": "127.0.0.1",
             "database.port": str(server.port),
             "database.user": DEBEZIUM[0],
-            "database.password": DEBEZIUM[1],
+            "database.password": f"${{env:{DEBEZIUM_PASSWORD_ENV}}}",
             "database.server.id": str(_connector_server_id(name)),
             # MySqlConnector: disabled|preferred|...; MariaDbConnector: disable|trust|...
             "database.ssl.mode": "disable" if self.connector == "mariadb" else "disabled",
@@ -585,6 +593,7 @@ def _start_connect(
             rest_port=rest_port,
             plugins=plugins,
             offsets=sdir / "connect.offsets",
+            password_env=DEBEZIUM_PASSWORD_ENV,
         )
     )
     (sdir / "log4j2.properties").write_text(_LOG4J2_PROPERTIES)
@@ -609,6 +618,7 @@ def _start_connect(
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=sdir,
+            env={**os.environ, DEBEZIUM_PASSWORD_ENV: DEBEZIUM[1]},
             start_new_session=True,
             preexec_fn=preexec,
         )

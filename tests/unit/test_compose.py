@@ -22,6 +22,7 @@ DEPLOY = ROOT / "deploy"
 SECRETS = {
     "SHARDMERGE_OPS_TOKEN": "5f1c9a3e7b2d4086c1e9a7f3b5d2c4e6a8",
     "MARIADB_ROOT_PASSWORD": "db-secret",
+    "DEBEZIUM_PASSWORD": "cdc-secret",
     "GRAFANA_ADMIN_PASSWORD": "grafana-secret",
 }
 
@@ -66,11 +67,44 @@ def test_docker_compose_config_accepts_the_file() -> None:
     assert job["SHARDMERGE__OPS__BIND"] == "0.0.0.0" and job["SHARDMERGE__OPS__TOKEN"]
     mounted = {
         v.split(":")[0] if isinstance(v, str) else v["source"]
-        for name in ("prometheus", "grafana", "register-connectors")
+        for name in ("prometheus", "grafana", "register-connectors", "mariadb-1", "mariadb-2")
         for v in services[name]["volumes"]
     }
     for path in mounted:  # every mounted file of the repository exists
         assert (ROOT / path).exists() or Path(path).exists(), path
+    # Debezium connects as its own user; no password reaches the connector configs or the
+    # one-shot that registers them
+    register = services["register-connectors"]["environment"]
+    assert not any("PASSWORD" in k for k in register), register
+    connect = services["connect"]["environment"]
+    assert connect["DEBEZIUM_PASSWORD"] == SECRETS["DEBEZIUM_PASSWORD"]
+    assert connect["CONNECT_CONFIG_PROVIDERS_ENV_PARAM_ALLOWLIST_PATTERN"] == "DEBEZIUM_PASSWORD"
+    for name in ("mariadb-1", "mariadb-2"):
+        env = services[name]["environment"]
+        assert env["MARIADB_USER"] == "debezium", env
+        assert env["MARIADB_PASSWORD"] == SECRETS["DEBEZIUM_PASSWORD"], env
+
+
+def test_connectors_use_a_least_privilege_user_and_hold_no_password() -> None:
+    from devkit.upstream_local import DEBEZIUM_GRANTS
+
+    compose = (ROOT / "docker-compose.yml").read_text()
+    files = sorted((DEPLOY / "connect").glob("*.json"))
+    assert [f.stem for f in files] == ["src1", "src2"]
+    for f in files:
+        assert f"./deploy/connect/{f.name}:/connectors/{f.name}:ro" in compose, f
+        config = json.loads(f.read_text())
+        assert config["database.user"] == "debezium", f
+        # resolved by Connect's EnvVarConfigProvider when the task starts
+        assert config["database.password"] == "${env:DEBEZIUM_PASSWORD}", f
+        assert not any("secret" in str(v).lower() for v in config.values()), f
+    grants = (DEPLOY / "mariadb" / "debezium-grants.sql").read_text()
+    statements = [line for line in grants.splitlines() if line and not line.startswith("--")]
+    # the grant set the tests' real MariaDB + Debezium upstream runs with
+    assert statements == [f"GRANT {DEBEZIUM_GRANTS} ON *.* TO 'debezium'@'%';"]
+    script = (DEPLOY / "connect" / "register.sh").read_text()
+    assert "PASSWORD" not in script.replace("${env:DEBEZIUM_PASSWORD}", "")
+    assert "<<" not in script  # no JSON built from a here-document
 
 
 def test_scrape_config_targets_the_jobs_port_and_the_rules_file_it_loads() -> None:

@@ -210,7 +210,7 @@ def test_spark_conf_from_the_environment_is_key_value_pairs():
 
     assert env_conf("a.b=1\n  c.d=x=y  e=") == {"a.b": "1", "c.d": "x=y", "e": ""}
     assert env_conf("") == {}
-    with pytest.raises(ValueError, match="'spark.sql.x' is not key=value"):
+    with pytest.raises(ValueError, match=r"'spark\.sql\.x' is not key=value"):
         env_conf("a=1 spark.sql.x")
     with pytest.raises(ValueError, match="'=1' is not key=value"):
         env_conf("=1")
