@@ -184,7 +184,7 @@ class _Batch(WriteStep):
             self.p.store.save_failure(self.state_json({"error": str(e)}))
             raise
         finally:
-            self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+            self.spark.sparkContext.setJobDescription(None)
 
     def state_json(self, extra: dict[str, Any]) -> dict[str, Any]:
         return {

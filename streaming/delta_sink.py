@@ -315,5 +315,8 @@ def _cannot(path: str, d: ApplyDDL, name: str, current: str, wanted: str, why: s
 
 def _same_type(current: str, wanted: str) -> bool:
     aliases = {"INTEGER": "INT", "BYTE": "TINYINT", "SHORT": "SMALLINT", "LONG": "BIGINT"}
-    norm = lambda t: aliases.get(t, t).replace(" ", "")  # noqa: E731
+
+    def norm(t: str) -> str:
+        return aliases.get(t, t).replace(" ", "")
+
     return norm(current) == norm(wanted)

@@ -39,7 +39,7 @@ class HadoopFs:
         self._jvm: Any = jvm
         # The session's Hadoop conf: spark.hadoop.* plus the session's fs.* settings, as
         # Spark and Delta use it for the same paths.
-        conf = spark._jsparkSession.sessionState().newHadoopConf()  # type: ignore[union-attr]
+        conf = spark._jsparkSession.sessionState().newHadoopConf()
         fs = self._path(root).getFileSystem(conf)
         if str(fs.getScheme()) == "file":
             # Hadoop's local filesystem checksums through a stream that cannot hsync: a

@@ -15,7 +15,7 @@ import sys
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
 from shardmerge.printable import setup_logging
 from streaming.batch import BatchProcessor

@@ -32,7 +32,7 @@ import math
 from collections.abc import Callable
 from decimal import Decimal
 
-from schemas.errors import ShardMergeError
+from shardmerge.errors import ShardMergeError
 
 __all__ = [
     "SESSION_CONF",

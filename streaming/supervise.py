@@ -33,10 +33,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from py4j.protocol import Py4JJavaError
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 from pyspark.errors import AnalysisException, IllegalArgumentException
 from pyspark.errors.exceptions.captured import CapturedException
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
 from shardmerge.errors import ShardMergeError
 from streaming.config import RestartSettings

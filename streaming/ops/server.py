@@ -103,9 +103,10 @@ class OpsServer:
 
     @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
+        address = self.httpd.server_address  # (host, port[, ...]) for an IP socket
+        host, port = str(address[0]), int(address[1])
         shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
-        shown = f"[{shown}]" if ":" in str(shown) else shown
+        shown = f"[{shown}]" if ":" in shown else shown
         return f"http://{shown}:{port}/"
 
     def start(self) -> OpsServer:
@@ -212,11 +213,12 @@ class OpsServer:
             return HTTPStatus.OK, STATIC[name], data
         if path.startswith("/api/") and path[len("/api/") :] in API:
             which = path[len("/api/") :]
+            view: Any
             if which == "commands":
-                data = {"waiting": self.views.store.inbox()}
+                view = {"waiting": self.views.store.inbox()}
             else:
-                data = getattr(self.views, which.replace("-", "_"))()
-            return HTTPStatus.OK, "application/json", json.dumps(data, default=str).encode()
+                view = getattr(self.views, which.replace("-", "_"))()
+            return HTTPStatus.OK, "application/json", json.dumps(view, default=str).encode()
         raise ApiError(HTTPStatus.NOT_FOUND, f"no such page {path!r}")
 
     def post(self, h: BaseHTTPRequestHandler) -> tuple[HTTPStatus, str, bytes]:

@@ -135,7 +135,7 @@ class Views:
     def state(self) -> dict[str, Any] | None:
         """The last persisted state: the observer's, or the store's before this run's first
         batch (a restarted job shows its locks at once)."""
-        state = self.observer.snapshot()["state"]
+        state: dict[str, Any] | None = self.observer.snapshot()["state"]
         if state is None:
             latest = self.store.latest()
             state = None if latest is None else latest[1]
@@ -286,7 +286,8 @@ class Views:
     def dead_letters(self) -> dict[str, Any]:
         if self.counts is None:
             return {"by_reason": {}, "latest": [], "as_of": None, "error": None}
-        return self.counts.dead_letters()
+        counts: dict[str, Any] = self.counts.dead_letters()
+        return counts
 
 
 def _policy(t: Target) -> dict[str, Any]:
