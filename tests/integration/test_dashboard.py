@@ -173,7 +173,10 @@ def test_rollout_skip_and_metrics_in_a_real_browser(
             "kafka": {"bootstrap": kafka.bootstrap},
             "sources": [{"format": "debezium", "pattern": rf"{up.source}(\..*)?"}],
             "routes": [{"target": "shop.orders", "table": "orders_*"}],
-            "targets": {"shop.orders": {"mode": "pessimistic"}},
+            # a policy for a kind this run never sees: the page shows it, nothing else changes
+            "targets": {
+                "shop.orders": {"mode": "pessimistic", "policy": {"truncate_table": "ignore"}}
+            },
             "sink": {"path": str(tmp_path / "lake")},
             "checkpoint": str(tmp_path / "checkpoint"),
             "trigger_interval": "1 second",
@@ -213,6 +216,11 @@ def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> 
         "return document.querySelector('[data-target=\"shop.orders\"] .rollout .label').textContent"
     )
     assert label == "ALTER TABLE orders_0 ADD COLUMN note VARCHAR(64): 2 of 3 shards ran it"
+    policy = browser.execute_script(
+        "return [...document.querySelectorAll('[data-policy=\"shop.orders\"] .badge.policy')]"
+        ".map(b => b.textContent).join(',')"
+    )
+    assert policy == "truncate_table ignore"
     # The joined schema against each shard's: the held shards have the column already.
     browser.find_element("css selector", '[data-schemas="shop.orders"] summary').click()
     diff = (

@@ -185,6 +185,7 @@ function renderTarget(t) {
   const label = (r.ddl ? r.ddl + ": " : "") + `${r.done} of ${r.total} shards ${r.of}`;
   card.append(el("div", { class: "rollout" }, el("div", { class: "label sql", text: label }), bar));
   if (t.conflict) card.append(el("div", { class: "conflict-text", text: "conflict: " + t.conflict }));
+  card.append(renderPolicy(t));
   if (t.held.length) {
     const rows = t.held.map((h) => el("tr", { "data-shard": h.shard },
       el("td", {}, el("code", { text: h.shard })),
@@ -204,6 +205,28 @@ function renderTarget(t) {
     actionButton(t.target, null, "force-remove", "drop the lock: every held shard's pending DDL is skipped")));
   card.append(renderSchemas(t));
   return card;
+}
+
+// The target's schema-change policy (kinds whose word is not `forward`) and the latest DDLs
+// it decided, with how many per kind and word since the checkpoint began.
+function renderPolicy(t) {
+  const words = Object.entries(t.policy || {});
+  const box = el("div", { class: "policy", "data-policy": t.target });
+  if (!words.length) {
+    box.append(el("span", { class: "hint", text: "schema-change policy: forward for every kind" }));
+    return box;
+  }
+  box.append(el("span", { text: "schema-change policy: " }),
+    ...words.map(([kind, word]) => el("span", { class: "badge policy", "data-kind": kind, text: `${kind} ${word}` })));
+  const counts = (t.policy_counts || []).map((c) => `${c.kind} ${c.policy}: ${c.count}`);
+  if (counts.length) box.append(el("div", { class: "hint", text: "decided so far: " + counts.join(", ") }));
+  const latest = (t.policy_decisions || []).slice(-5);
+  if (latest.length) {
+    box.append(el("ul", {}, ...latest.map((n) => el("li", { "data-policy-shard": n.shard },
+      el("span", { text: `${n.kind} ${n.policy}: ` }), el("code", { text: n.shard }), el("span", { text: " " }),
+      el("span", { class: "sql", text: n.sql })))));
+  }
+  return box;
 }
 
 const openSchemas = new Set(); // targets whose schema comparison is unfolded (kept across refreshes)
