@@ -325,3 +325,52 @@ def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstrea
         samples[("shardmerge_batch_step_duration_seconds_count", (("step", "write"),))]
         == samples[("shardmerge_batches_total", ())]
     )
+
+
+def test_the_replace_dialog_sends_one_statement_per_box(browser, spark, tmp_path: Path):
+    """A replacement pasted over two lines stays one statement; a second box is a second
+    statement. The page of a server over a saved state (no job runs: the command only has
+    to reach the inbox, where `shardmerge unlock` and the batch read it)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from coordinator.commands import parse_command
+    from streaming.ops.metrics import registry_for
+    from streaming.ops.observer import BatchObserver
+    from streaming.ops.server import OpsServer
+    from streaming.ops.views import Views
+    from tests.integration.test_ops_api import job_state, settings
+
+    s = settings(tmp_path)
+    observer = BatchObserver()
+    store = StateStore(spark, s.checkpoint)
+    job_state(store, s, observer)  # shards orders_0 and orders_1 held on an ADD COLUMN
+    views = Views(s, store, observer)
+    server = OpsServer(s.ops, views, registry_for(views)).start()
+    try:
+        browser.get(server.url)
+        replace = 'tr[data-shard="s1.shop.orders_0"] button[data-action="replace"]'
+        WebDriverWait(browser, 60).until(
+            lambda d: d.execute_script(f"return document.querySelector('{replace}') !== null")
+        )
+        browser.find_element("css selector", replace).click()
+        first = "ALTER TABLE orders_0\n  ADD COLUMN note VARCHAR(64)"
+        second = "ALTER TABLE orders_0 ADD COLUMN memo INT"
+        browser.find_element("css selector", "#confirm-sql-boxes textarea").send_keys(first)
+        browser.find_element("id", "confirm-sql-add").click()
+        boxes = browser.find_elements("css selector", "#confirm-sql-boxes textarea")
+        assert len(boxes) == 2
+        boxes[1].send_keys(second)
+        shot(browser, "8-replace-two-boxes")
+        browser.find_element("id", "confirm-ok").click()
+        WebDriverWait(browser, 60).until(
+            lambda d: d.find_element("id", "status").text.startswith(("queued", "refused"))
+        )
+        assert browser.find_element("id", "status").text.startswith("queued"), browser.find_element(
+            "id", "status"
+        ).text
+    finally:
+        server.stop()
+    (queued,) = store.inbox()
+    command = parse_command(queued["words"])
+    assert command.action == "replace" and str(command.shard) == "s1.shop.orders_0"
+    assert command.statements == (first, second)

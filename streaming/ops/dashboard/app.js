@@ -273,23 +273,27 @@ function renderDead(dead) {
 function confirmCommand(target, shard, action) {
   const dlg = document.getElementById("confirm");
   const sqlLabel = document.getElementById("confirm-sql-label");
-  const sql = document.getElementById("confirm-sql");
+  const boxes = document.getElementById("confirm-sql-boxes");
+  // One statement per box, sent as it is: a statement pasted over several lines stays one.
+  const addBox = () => boxes.append(el("textarea", { rows: "3", class: "confirm-sql" }));
+  boxes.replaceChildren();
+  addBox();
+  document.getElementById("confirm-sql-add").onclick = addBox;
   document.getElementById("confirm-title").textContent = `${action} — ${target}`;
   const what = {
     skip: `Skip the pending DDL of ${shard}: it never runs downstream, and the shard's held rows replay without the columns the target lacks.`,
     exec: `Run the pending DDL of ${shard} downstream as written, then release the shard.`,
-    replace: `Replace the pending DDL of ${shard} with the statements below.`,
+    replace: `Replace the pending DDL of ${shard} with the statements below (each an ALTER or TRUNCATE of its table).`,
     "force-remove": `Drop the lock of ${target}: every held shard's pending DDL is skipped.`,
     retry: `Run again the downstream change ${target} refused (after fixing the table by hand).`,
   }[action];
   document.getElementById("confirm-text").textContent = what + " The command is queued and applies at the next micro-batch.";
   sqlLabel.hidden = action !== "replace";
-  sql.value = "";
   dlg.onclose = async () => {
     if (dlg.returnValue !== "ok") return;
     const body = { target, action };
     if (shard) body.shard = shard;
-    if (action === "replace") body.statements = sql.value.split("\n").map((s) => s.trim()).filter(Boolean);
+    if (action === "replace") body.statements = [...boxes.querySelectorAll("textarea")].map((t) => t.value.trim()).filter(Boolean);
     const r = await fetch("/api/commands", { method: "POST", headers: headers({ "Content-Type": "application/json" }), body: JSON.stringify(body) });
     const answer = await r.json();
     setStatus(r.ok ? `queued: ${answer.words}` : `refused: ${answer.error}`, !r.ok);
