@@ -9,8 +9,9 @@ write that happened.
 1. **Restore** the coordinator from the newest state of an *earlier* batch, and fix the
    operator commands this batch applies (``intent``). Dies here: nothing was written.
 2. **Apply operator commands**: their decisions go to the executor like any (step 5).
-3. **Decode** the Kafka records in the JVM (``streaming.decode``); undecodable records go
-   to the dead-letter table. Dies after: the re-run's append is skipped.
+3. **Decode** the Kafka records in the JVM (``streaming.decode``: the query parses them,
+   ``streaming.job.read_parsed``; the batch splits events from dead letters); undecodable
+   records go to the dead-letter table. Dies after: the re-run's append is skipped.
 4. **Collect control events only** (DDL, TRUNCATE: a handful) to the driver and put them in
    one order (``streaming.control``); count the rows per shard.
 5. **Decide**: every control event goes through the coordinator, in order, before any
@@ -72,7 +73,7 @@ from streaming.control import (
     touched,
     upstream_origin,
 )
-from streaming.decode import parse, split
+from streaming.decode import split
 from streaming.delta_sink import DeltaSink
 from streaming.executor import Executor
 from streaming.faults import crash_point
@@ -232,8 +233,8 @@ class _Batch(WriteStep):
             applied.add(cmd["id"])
         obs.lap("commands")
         self.step("read and decode")
-        # 3. decode: the batch is read from Kafka and parsed once (the parse is persisted
-        # until the events are cached). Spark's Kafka source gives one task per
+        # 3. decode: the batch is read from Kafka and parsed once, in the query's plan (the
+        # parse is persisted until the events are cached). Spark's Kafka source gives one task per
         # topic-partition, and Debezium writes a topic per shard table: every Spark job of
         # the batch would cost a task per shard. The batch is read in as many tasks as the
         # cluster has cores instead (the order of events is their position, not where
@@ -295,14 +296,16 @@ class _Batch(WriteStep):
     # --- step 3 -----------------------------------------------------------------------------
 
     def decode_all(self) -> DataFrame:
+        """The batch's events; its dead letters appended. The query hands the records
+        parsed (``streaming.job.read_parsed``); the parse is kept until the events are."""
+        parsed = self.df.persist()
+        self.parsed.append(parsed)
+        formats = sorted({s.format for s in self.p.settings.sources})
         parts = []
         dead_parts = []
-        for fmt in sorted({s.format for s in self.p.settings.sources}):
-            raw = self.df.filter(F.col("__fmt") == fmt) if "__fmt" in self.df.columns else self.df
-            mapping = {t: s.source for s in self.p.settings.sources if s.source for t in s.topics}
-            parsed = parse(raw, fmt, source_for_topic=mapping).persist()
-            self.parsed.append(parsed)
-            ev, dead = split(parsed, fmt)
+        for fmt in formats:
+            mine = parsed.filter(F.col("__fmt") == fmt) if len(formats) > 1 else parsed
+            ev, dead = split(mine, fmt)
             parts.append(ev)
             dead_parts.append(dead)
         dead = dead_parts[0]

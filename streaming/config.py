@@ -303,6 +303,11 @@ class Settings(_Frozen):
             raise ValueError("; ".join(problems))
         return self
 
+    def topic_sources(self) -> dict[str, str]:
+        """The CDC source id of each topic a source lists with its ``source`` id (canal
+        and maxwell records carry none; Debezium's ``source.name`` comes first)."""
+        return {t: s.source for s in self.sources if s.source for t in s.topics}
+
     def router(self) -> Router:
         return Router(
             tuple(
