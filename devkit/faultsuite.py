@@ -388,17 +388,32 @@ def case_malformed(broker: Broker, spark: Any, base: Path, size: Size) -> CaseRe
 def case_resend(broker: Broker, spark: Any, base: Path, size: Size) -> CaseReport:
     """A connector restart: after the job has read everything, the last half of every
     topic is sent again, byte for byte (DDL included); the job reads it again."""
+    return _resend(broker, spark, base, size)[0]
+
+
+def _resend(
+    broker: Broker, spark: Any, base: Path, size: Size, source: str = "fr"
+) -> tuple[CaseReport, Workdir, dict[Any, dict[str, Any]]]:
     r = CaseReport("resend")
-    oracle = produce(broker.bootstrap, "fr", size.shards, size.rows)
-    work = Workdir(base / "resend", broker.bootstrap, "fr", size.max_offsets)
+    oracle = produce(broker.bootstrap, source, size.shards, size.rows)
+    work = Workdir(base / "resend", broker.bootstrap, source, size.max_offsets)
     r.exit_codes.append(work.run())
-    again = resend_tail(broker.bootstrap, "fr", 0.5)
+    again = resend_tail(broker.bootstrap, source, 0.5)
     r.exit_codes.append(work.run())
     resent = work.log.read_text(errors="replace").count(": not run twice: ")
     r.state = (
         f"{again} records sent again after a full run; {resent} DDL events recognised as sent again"
     )
-    return finish(spark, work, oracle, r)
+    return finish(spark, work, oracle, r), work, oracle
+
+
+def case_resend_then_data_loss(
+    broker: Broker, spark: Any, base: Path, size: Size
+) -> tuple[CaseReport, CaseReport]:
+    """``resend``, then ``data_loss`` on the same topics and checkpoint (its first run is
+    the resend case's): one workload and one job run fewer than the two cases apart."""
+    resent, work, oracle = _resend(broker, spark, base, size, source="frl")
+    return resent, _data_loss(broker, spark, size, work, oracle, CaseReport("data_loss"))
 
 
 def case_data_loss(broker: Broker, spark: Any, base: Path, size: Size) -> CaseReport:
@@ -411,23 +426,37 @@ def case_data_loss(broker: Broker, spark: Any, base: Path, size: Size) -> CaseRe
     if r.exit_codes[0] != 0:
         r.state = f"the first run failed: {work.stopped_with() or 'see ' + str(work.log)}"
         return r
+    return _data_loss(broker, spark, size, work, oracle, r)
+
+
+def _data_loss(
+    broker: Broker,
+    spark: Any,
+    size: Size,
+    work: Workdir,
+    oracle: dict[Any, dict[str, Any]],
+    r: CaseReport,
+) -> CaseReport:
+    """After a run that read everything of ``work.source``: its topics recreated with
+    fewer records, the job run again."""
+    source = work.source
     before = spark.read.format("delta").load(str(work.table)).count()
     topics = [
         t
         for t in AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=30).topics
-        if t == "fl" or t.startswith("fl.")
+        if t == source or t.startswith(f"{source}.")
     ]
     recreate(broker.bootstrap, topics)
-    produce(broker.bootstrap, "fl", size.shards, max(size.rows // 10, 5))
+    produce(broker.bootstrap, source, size.shards, max(size.rows // 10, 5))
+    logged = len(work.log.read_text(errors="replace"))
     r.exit_codes.append(work.run())
     after = spark.read.format("delta").load(str(work.table)).count()
     said = work.stopped_with()
     r.state = said or "(no message)"
     compare(spark, work, oracle, r)
-    r.restarts = work.restarts()
+    r.restarts = work.log.read_text(errors="replace")[logged:].count("query failed (")
     r.ok = (
-        r.exit_codes[0] == 0
-        and r.exit_codes[1] != 0
+        r.exit_codes[-1] != 0
         and "Kafka no longer has records" in said
         and before == after
         and r.lost == r.duplicated == r.invented == 0
