@@ -79,13 +79,15 @@ def read_parsed(
 
     The parse is part of the streaming query, so Spark analyses its expressions (large:
     the envelope's JSON schema, every check of a record) once, when the query starts, not
-    again for every micro-batch (measured: about a second of driver time per batch)."""
-    split = layout if layout is not None else source_layout(spark, settings)
+    again for every micro-batch (measured: about a second of driver time per batch). One
+    parse per format, over the union of its Kafka sources."""
+    raw = read_kafka(spark, settings, layout)
+    formats = sorted({s.format for s in settings.sources})
     frames = []
-    for i, (source, apart) in enumerate(zip(settings.sources, split, strict=True)):
-        for raw in _source_frames(spark, settings, i, apart):
-            parsed = parse(raw, source.format, source_for_topic=settings.topic_sources())
-            frames.append(parsed.withColumn("__fmt", F.lit(source.format)))
+    for fmt in formats:
+        mine = raw.filter(F.col("__fmt") == fmt) if len(formats) > 1 else raw
+        parsed = parse(mine, fmt, source_for_topic=settings.topic_sources())
+        frames.append(parsed.withColumn("__fmt", F.lit(fmt)))
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)

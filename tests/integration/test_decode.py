@@ -24,12 +24,13 @@ import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from devkit.kafka_local import KafkaBroker
 from schemas.events import DeadLetter
 from streaming.contract import DEAD_LETTER_SCHEMA, EVENT_SCHEMA
 from streaming.deadletter import count, write_dead_letters
-from streaming.decode import decode
+from streaming.decode import decode, split
 from streaming.job import kafka_source_options
 from tests.oracle.decode_py import decode_record
 
@@ -500,3 +501,48 @@ def test_a_json_null_names_its_column_and_an_absent_column_is_not_named(
             if name in NULL_AND_ABSENT:
                 got[name] = json.loads(e["after"])
     assert got == NULL_AND_ABSENT
+
+
+def test_the_job_stream_parses_each_format_of_its_sources(
+    spark: SparkSession, produced: Produced, tmp_path: Path
+) -> None:
+    """``streaming.job.read_parsed`` over sources of all three formats in one query: each
+    record parsed in its own source's format (``__fmt``), the events those of the
+    reference decoder."""
+    from streaming.config import KafkaSettings, Settings, SourceSettings
+    from streaming.job import read_parsed
+
+    sources = []
+    for fmt in FORMATS:
+        by_source: dict[str | None, list[str]] = defaultdict(list)
+        for t in produced.topics_of(fmt):
+            by_source[produced.sources.get(t)].append(t)
+        for source, topics in sorted(by_source.items(), key=lambda kv: str(kv[0])):
+            sources.append(SourceSettings(format=fmt, topics=topics, source=source))
+    settings = Settings(
+        kafka=KafkaSettings(bootstrap=produced.bootstrap, starting_offsets="earliest"),
+        sources=sources,
+        routes=[{"target": "db.t"}],
+        sink={"path": str(tmp_path / "lake")},
+        checkpoint=str(tmp_path / "checkpoint"),
+    )
+    got: dict[str, list[Any]] = defaultdict(list)
+
+    def sink(batch: DataFrame, _: int) -> None:
+        for fmt in FORMATS:
+            events, _dead = split(batch.filter(F.col("__fmt") == fmt), fmt)
+            got[fmt].extend(events.collect())
+
+    query = (
+        read_parsed(spark, settings)
+        .writeStream.trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .foreachBatch(sink)
+        .start()
+    )
+    assert query.awaitTermination(180), "AvailableNow query did not finish in 180 s"
+    assert query.exception() is None
+    for fmt in FORMATS:
+        want_events, _ = _oracle(_read(spark, produced, fmt).collect(), fmt, produced.sources)
+        assert _events(got[fmt]) == want_events, fmt
+        assert want_events, fmt
