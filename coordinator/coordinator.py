@@ -627,7 +627,7 @@ class Coordinator:
                 continue  # the real table moves aside for its shadow: not a change
             else:
                 self._note_table(old, sql, "rename_table")
-                self._rename(old, new, out)
+                self._rename(old, new, out, position)
 
     def _note_table(self, shard: ShardId, sql: str, kind: str) -> None:
         """A DROP or RENAME TABLE is taken whatever the policy (the upstream table is gone
@@ -640,7 +640,9 @@ class Coordinator:
         if word != "forward":
             t.note_policy(shard, sql, kind, word)
 
-    def _rename(self, old: ShardId, new: ShardId, out: list[Decision]) -> None:
+    def _rename(
+        self, old: ShardId, new: ShardId, out: list[Decision], position: Position = None
+    ) -> None:
         tid = self.where.get(old)
         if tid is None:
             ghost = self.ghosts.pop(old, None)
@@ -649,7 +651,9 @@ class Coordinator:
             return
         t = self.targets[tid]
         if self.router.target(new) == tid and new not in self.where:
-            # Same target: not a schema change. The shard carries on under its new name.
+            # Same target: not a schema change. The shard carries on under its new name;
+            # its held events and its rows downstream follow it (Rename).
+            rename = t.rename(old, new, position)
             st = t.shards.pop(old)
             st.shard = new
             t.shards[new] = st
@@ -658,6 +662,7 @@ class Coordinator:
             self.versions[new] = st.version
             if old in t.ready:
                 t.ready[t.ready.index(old)] = new
+            out.append(rename)
             if self.unregistered.pop(new, None) is not None and not st.held:
                 # Rows under the new name came before the rename itself: they follow it.
                 out.append(Release(tid, new, st.version, None, st.project))

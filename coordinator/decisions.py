@@ -18,6 +18,7 @@ __all__ = [
     "Decision",
     "Hold",
     "Release",
+    "Rename",
     "Truncate",
 ]
 
@@ -86,4 +87,24 @@ class Truncate:
     position: Position = None
 
 
-Decision = CreateTarget | ApplyDDL | Hold | Release | Truncate
+@dataclass(frozen=True)
+class Rename:
+    """A shard renamed within its target (``RENAME TABLE``): it carries on under ``new``,
+    and everything of it follows. Its held events (kept under ``old``) are released under
+    ``new``, in their order. Downstream, every row whose extract columns equal ``match``
+    (the old name's values) takes ``values`` (the new name's), in one statement, ordered
+    between the shard's events before and after the rename; ``match`` is empty when there
+    is nothing to rewrite: no extract column names the shard differently, or the extract
+    columns do not tell it from the target's other shards (their rows cannot be told
+    apart, and stay where they are)."""
+
+    target: TargetId
+    old: ShardId
+    new: ShardId
+    version: int
+    match: tuple[tuple[str, str], ...] = ()
+    values: tuple[tuple[str, str], ...] = ()
+    position: Position = None
+
+
+Decision = CreateTarget | ApplyDDL | Hold | Release | Truncate | Rename

@@ -33,7 +33,7 @@ from typing import Any
 
 from coordinator import _state_v1
 from coordinator.coordinator import DEFAULT_CONFIG, Coordinator, DDLOrigin, Ghost, TargetConfig
-from coordinator.decisions import ApplyDDL, Decision, Hold, Release, Truncate
+from coordinator.decisions import ApplyDDL, Decision, Hold, Release, Rename, Truncate
 from coordinator.ids import ShardId, TargetId
 from coordinator.index import ShardTable
 from coordinator.policy import PolicyNote
@@ -276,6 +276,12 @@ class _Writer:
                 return {"kind": "hold", "target": str(d.target), "shard": str(d.shard),
                         "version": d.version, "position": _json(d.position, d.shard, "hold at"),
                         "reason": d.reason}  # fmt: skip
+            case Rename():
+                return {"kind": "rename", "target": str(d.target), "shard": str(d.old),
+                        "new": str(d.new), "version": d.version,
+                        "match": [[k, v] for k, v in d.match],
+                        "values": [[k, v] for k, v in d.values],
+                        "position": _json(d.position, d.old, "rename at")}  # fmt: skip
             case Truncate():
                 return {"kind": "truncate", "target": str(d.target), "shard": str(d.shard),
                         "version": d.version, "match": [[k, v] for k, v in d.match],
@@ -439,6 +445,11 @@ def _decision_from_json(raw: dict[str, Any], r: _Reader) -> Decision:
     if kind == "truncate":
         match = tuple((k, v) for k, v in raw["match"])
         return Truncate(target, shard, raw["version"], match, raw["position"])
+    if kind == "rename":
+        match = tuple((k, v) for k, v in raw["match"])
+        values = tuple((k, v) for k, v in raw["values"])
+        new = r.shard(raw["new"])
+        return Rename(target, shard, new, raw["version"], match, values, raw["position"])
     raise StateError(f"unknown decision kind {kind!r} in the saved state")
 
 

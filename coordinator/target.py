@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from coordinator.decisions import ApplyDDL, Decision, Hold, Release, Truncate
+from coordinator.decisions import ApplyDDL, Decision, Hold, Release, Rename, Truncate
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.index import INDEXED_FIELDS, ShardIndex, ShardTable
 from coordinator.policy import Policy, PolicyNote
@@ -287,6 +287,24 @@ class Target:
         match = tuple(sorted(self.extract.values(state.shard).items()))
         out.append(Truncate(self.id, state.shard, state.version, match, position))
         return True
+
+    def rename(self, old: ShardId, new: ShardId, position: Position) -> Rename:
+        """The :class:`Rename` of ``old`` to ``new`` within this target (call before the
+        shard is re-keyed): downstream rows rewritten only where the extract columns name
+        the two differently and tell ``old`` apart from the other shards."""
+        state = self.shards[old]
+        match, values = self.extract.values(old), self.extract.values(new)
+        if match == values or not self._told_apart(old):
+            return Rename(self.id, old, new, state.version, position=position)
+        return Rename(
+            self.id,
+            old,
+            new,
+            state.version,
+            tuple(sorted(match.items())),
+            tuple(sorted(values.items())),
+            position,
+        )
 
     def _told_apart(self, shard: ShardId) -> bool:
         """:meth:`Extract.tells_apart` of ``shard`` from the target's other shards, from

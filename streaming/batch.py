@@ -213,7 +213,9 @@ class _Batch(WriteStep):
         self.c, applied = self.p.restore(self.batch)
         obs.lap("restore")
         schemas = {tid: s for tid, t in self.c.targets.items() if (s := t.downstream())}
-        self.ex = Executor(self.c, self.sink, self.p.settings, self.next_version, schemas)
+        self.ex = Executor(
+            self.c, self.sink, self.p.settings, self.next_version, schemas, stash=self.stash
+        )
         commands = self.p.store.intent(self.batch, applied)
         # 2. operator commands
         for cmd in commands:

@@ -37,7 +37,7 @@ from schemas.changes import (
 from schemas.model import Column, TableSchema
 from shardmerge.errors import ShardMergeError
 from streaming.hadoop_fs import HadoopFs, join
-from streaming.quoting import ident, table_at
+from streaming.quoting import ident, string, table_at
 from streaming.spark_types import delta_type, literal_expr, schema_ddl, widens_in_place
 
 __all__ = [
@@ -290,6 +290,22 @@ class DeltaSink:
         """Rows deleted, as Delta reports them (0 when the version was done already)."""
         with txn(self.spark, self.app_id, version):
             result = self.spark.sql(f"DELETE FROM {self.table(path)} WHERE {where}")
+        return _counts(result).get("num_affected_rows", 0)
+
+    def rehome(
+        self,
+        path: str,
+        match: tuple[tuple[str, str], ...],
+        values: tuple[tuple[str, str], ...],
+        version: int,
+    ) -> int:
+        """Rows whose columns equal ``match`` take ``values`` (a renamed shard's extract
+        values): one UPDATE; the rows changed, as Delta reports them (0 when the version
+        was done already)."""
+        where = " AND ".join(f"{ident(k)} = {string(v)}" for k, v in match)
+        assignments = ", ".join(f"{ident(k)} = {string(v)}" for k, v in values)
+        with txn(self.spark, self.app_id, version):
+            result = self.spark.sql(f"UPDATE {self.table(path)} SET {assignments} WHERE {where}")
         return _counts(result).get("num_affected_rows", 0)
 
 

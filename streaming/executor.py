@@ -16,11 +16,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator.coordinator import Coordinator
-from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Hold, Release, Truncate
+from coordinator.decisions import (
+    ApplyDDL,
+    CreateTarget,
+    Decision,
+    Hold,
+    Release,
+    Rename,
+    Truncate,
+)
 from coordinator.ids import TargetId
 from schemas.model import TableSchema
 from streaming.config import Settings
 from streaming.delta_sink import DeltaSink, SinkError
+from streaming.stash import Stash
 
 __all__ = ["Executor", "RowWork", "refusal"]
 
@@ -41,6 +50,9 @@ class RowWork:
 
     truncates: list[Truncate] = field(default_factory=list)
     releases: list[Release] = field(default_factory=list)
+    # Shards renamed within their target: the batch's rows of the old name before the
+    # rename are written (or held) under the new one (streaming.writer.follow_renames).
+    renames: list[Rename] = field(default_factory=list)
 
 
 @dataclass
@@ -55,6 +67,8 @@ class Executor:
     # change them, although the coordinator already counts it as applied).
     schemas: dict[TargetId, TableSchema]
     work: RowWork = field(default_factory=RowWork)
+    # The job's stash (held rows), when the engine has one: a rename re-keys its rows.
+    stash: Stash | None = None
     downstream_ddl: list[str] = field(default_factory=list)
     refused_ddl: list[str] = field(default_factory=list)
 
@@ -90,6 +104,8 @@ class Executor:
                     self.downstream_ddl.append(d.statement)
                 case Truncate():
                     self.work.truncates.append(d)
+                case Rename():
+                    self.rename(d)
                 case Release():
                     log.info(
                         "target %s: release %s (v%s, until %s%s)",
@@ -110,3 +126,23 @@ class Executor:
                         d.version,
                         d.reason or "(no reason given)",
                     )
+
+    def rename(self, d: Rename) -> None:
+        """A shard renamed within its target: at once (step 5), its rows downstream take
+        the new name's extract values and its held rows in the stash its new name, each
+        one Delta commit with its own write slot; the batch's own rows of the old name
+        before the rename follow in the write step."""
+        log.info(
+            "target %s: shard %s renamed to %s at %s; its rows follow it%s",
+            d.target, d.old, d.new, d.position,
+            f" (downstream {dict(d.match)} -> {dict(d.values)})" if d.match else "",
+        )  # fmt: skip
+        target_slot, stash_slot = self.version(), self.version()
+        if d.match and self.schemas.get(d.target) is not None:
+            changed = self.sink.rehome(
+                self.settings.table_path(d.target), d.match, d.values, target_slot
+            )
+            log.info("target %s: %d rows of %s now under %s", d.target, changed, d.old, d.new)
+        if self.stash is not None and self.stash.exists():
+            self.stash.rename(str(d.target), d.old, d.new, stash_slot)
+        self.work.renames.append(d)

@@ -95,7 +95,7 @@ class WriteStep:
         fit) before anything is written."""
         work = self.ex.work
         plan = planner.frame(self.spark, work.truncates)
-        fresh = join_plan(rows, plan).withColumn("_fate", F.expr(FATE))
+        fresh = self.follow_renames(join_plan(rows, plan).withColumn("_fate", F.expr(FATE)))
         self.cached = []
         try:
             released = None
@@ -121,6 +121,47 @@ class WriteStep:
         finally:
             for frame in self.cached:
                 frame.unpersist()
+
+    def follow_renames(self, fresh: DataFrame) -> DataFrame:
+        """The batch's rows of a shard renamed within its target (this batch), from before
+        the rename, take the shard's name at the end of the batch (renames in a row
+        followed): written, held and counted as the renamed shard's, with its extract
+        values. They keep the plan of their own position (joined before)."""
+        renames = self.ex.work.renames
+        if not renames:
+            return fresh
+        facts = []
+        for i, d in enumerate(renames):
+            final = d.new
+            for later in renames[i + 1 :]:
+                if later.target == d.target and later.old == final:
+                    final = later.new
+            earlier = [r.position for r in renames[:i] if r.old == d.old]
+            since = earlier[-1] if earlier else None
+            facts.append(
+                (d.old.source, d.old.db, d.old.table, okey_value(since), okey_value(d.position),
+                 final.source, final.db, final.table)
+            )  # fmt: skip
+        frame = local_frame(
+            self.spark,
+            facts,
+            f"_ms string, _md string, _mt string, _mfrom {OKEY_TYPE}, _mat {OKEY_TYPE}, "
+            "_ns string, _nd string, _nt string",
+        )
+        on = (
+            (F.col("source") == F.col("_ms"))
+            & (F.col("db") == F.col("_md"))
+            & (F.col("tbl") == F.col("_mt"))
+            & (F.col("_mfrom").isNull() | (F.col("_okey") > F.col("_mfrom")))
+            & (F.col("_mat").isNull() | (F.col("_okey") < F.col("_mat")))
+        )
+        return (
+            fresh.join(F.broadcast(frame), on, "left")
+            .withColumn("source", F.coalesce(F.col("_ns"), F.col("source")))
+            .withColumn("db", F.coalesce(F.col("_nd"), F.col("db")))
+            .withColumn("tbl", F.coalesce(F.col("_nt"), F.col("tbl")))
+            .drop("_ms", "_md", "_mt", "_mfrom", "_mat", "_ns", "_nd", "_nt")
+        )
 
     def write_order(self) -> list[TargetId]:
         """Every target, in name order (its write slots are taken in this order)."""

@@ -15,7 +15,15 @@ from typing import Any
 
 from coordinator.commands import parse_command
 from coordinator.coordinator import Coordinator, TargetConfig
-from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Hold, Release, Truncate
+from coordinator.decisions import (
+    ApplyDDL,
+    CreateTarget,
+    Decision,
+    Hold,
+    Release,
+    Rename,
+    Truncate,
+)
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.moves import Moves
 from coordinator.policy import Policy
@@ -141,6 +149,8 @@ class MemoryEngine:
                     self.tables[d.target].apply(d)
                 case Truncate():
                     self.tables[d.target].truncate(d)
+                case Rename():
+                    self.rename(d)
                 case Hold():
                     pass  # rows from here on are routed to the stash
                 case Release():
@@ -150,6 +160,16 @@ class MemoryEngine:
                     self.stash[key] = [e for e in events if not (d.until is None or e[0] < d.until)]
                     for _, event in now:
                         self.write(d.target, event, d.project)
+
+    def rename(self, d: Rename) -> None:
+        """The renamed shard's held events are kept under its new name (their order kept),
+        and its rows downstream take the new name's extract values."""
+        for shard, version in [k for k in self.stash if k[0] == d.old]:
+            moved = [(p, replace(e, shard=d.new)) for p, e in self.stash.pop((shard, version))]
+            key = (d.new, version)
+            self.stash[key] = sorted(self.stash.get(key, []) + moved, key=lambda pe: pe[0])
+        if d.match and d.target in self.tables:
+            self.tables[d.target].rehome(dict(d.match), dict(d.values), lambda _: True)
 
     def check_roundtrip(self) -> None:
         state = snapshot(self.coordinator)

@@ -569,3 +569,41 @@ def test_a_new_table_without_a_charset_clause_matches_a_snapshot_spelled_schema(
     assert c.locks()[0].stage == "none"
     c.on_ddl(S2, "CREATE TABLE tb1 (id INT PRIMARY KEY, a BIGINT)", ["f", 2, 0, 2, 2])
     assert c.locks()[0].stage == "conflict"  # a real difference still is one
+
+
+# --- a shard renamed within its target ---------------------------------------------------
+
+
+def test_a_rename_within_the_target_says_where_the_rows_go():
+    from coordinator.decisions import Rename
+
+    c = coord(extract=Extract(db_column="_db", table_column="_table"))
+    out = c.on_ddl(S3, "RENAME TABLE db1.tb2 TO db9.tb7", ("f", 1))
+    new = ShardId("s2", "db9", "tb7")
+    assert out == [
+        Rename(T, S3, new, 1, (("_db", "db1"), ("_table", "tb2")),
+               (("_db", "db9"), ("_table", "tb7")), ("f", 1))
+    ]  # fmt: skip
+    assert new in c.where and S3 not in c.where
+    # s1.db1.tb1 and s2.db1.tb1 have the same database and table: their rows cannot be told
+    # apart downstream, and a rename of one rewrites none of them.
+    (d,) = c.on_ddl(S1, "RENAME TABLE db1.tb1 TO db9.tb1", ("f", 2))
+    assert isinstance(d, Rename) and (d.match, d.values) == ((), ())
+    c = coord(extract=Extract(db_column="_db"))
+    (d,) = c.on_ddl(S3, "RENAME TABLE tb2 TO tb5", ("f", 2))
+    assert isinstance(d, Rename) and d.match == d.values == ()  # same database: nothing moves
+    (d,) = c.on_ddl(S2, "RENAME TABLE db1.tb1 TO db8.tb1", ("f", 3))
+    assert (d.match, d.values) == ((), ())  # s2.db1 also names s2.db1.tb5: not told apart
+    # Without extract columns the rows are the shard's own keys; the held rows still follow.
+    (d,) = coord().on_ddl(S1, "RENAME TABLE tb1 TO tb9", ("f", 4))
+    assert isinstance(d, Rename) and d.new == ShardId("s1", "db1", "tb9") and d.match == ()
+
+
+def test_a_rename_waiting_on_a_refused_target_survives_the_saved_state():
+    from coordinator.decisions import Rename
+    from coordinator.state import _decision_from_json, _Reader, _Writer
+
+    d = Rename(T, S1, ShardId("s1", "db9", "tb1"), 3, (("_db", "db1"),), (("_db", "db9"),),
+               ["mysql-bin.000002", 4, 0, 17])  # fmt: skip
+    raw = _Writer().decision(d)
+    assert _decision_from_json(raw, _Reader([], [])) == d
