@@ -292,15 +292,14 @@ class Target:
         """The :class:`Rename` of ``old`` to ``new`` within this target (call before the
         shard is re-keyed): downstream rows rewritten only where the extract columns name
         the two differently and tell ``old`` apart from the other shards."""
-        state = self.shards[old]
         match, values = self.extract.values(old), self.extract.values(new)
         if match == values or not self._told_apart(old):
-            return Rename(self.id, old, new, state.version, position=position)
+            match = values = {}
         return Rename(
             self.id,
             old,
             new,
-            state.version,
+            self.shards[old].version,
             tuple(sorted(match.items())),
             tuple(sorted(values.items())),
             position,

@@ -48,6 +48,7 @@ __all__ = [
     "commit_info",
     "delta_table_at",
     "txn",
+    "update",
 ]
 
 # The commits made while this session conf is set carry its value as their commit info's
@@ -302,11 +303,25 @@ class DeltaSink:
         """Rows whose columns equal ``match`` take ``values`` (a renamed shard's extract
         values): one UPDATE; the rows changed, as Delta reports them (0 when the version
         was done already)."""
-        where = " AND ".join(f"{ident(k)} = {string(v)}" for k, v in match)
-        assignments = ", ".join(f"{ident(k)} = {string(v)}" for k, v in values)
-        with txn(self.spark, self.app_id, version):
-            result = self.spark.sql(f"UPDATE {self.table(path)} SET {assignments} WHERE {where}")
-        return _counts(result).get("num_affected_rows", 0)
+        return update(self.spark, self.app_id, path, match, values, version)
+
+
+def update(
+    spark: SparkSession,
+    app_id: str,
+    path: str,
+    match: tuple[tuple[str, str], ...],
+    values: tuple[tuple[str, str], ...],
+    version: int,
+) -> int:
+    """``UPDATE`` the Delta table at ``path``: rows whose string columns equal ``match``
+    take ``values``, with transaction ``(app_id, version)``; the rows changed, as Delta
+    reports them (0 when the version was done already)."""
+    where = " AND ".join(f"{ident(k)} = {string(v)}" for k, v in match)
+    assignments = ", ".join(f"{ident(k)} = {string(v)}" for k, v in values)
+    with txn(spark, app_id, version):
+        result = spark.sql(f"UPDATE {table_at(path)} SET {assignments} WHERE {where}")
+    return _counts(result).get("num_affected_rows", 0)
 
 
 def _counts(result: DataFrame) -> dict[str, int]:

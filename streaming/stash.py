@@ -15,9 +15,9 @@ from pyspark.sql import functions as F
 from coordinator.ids import ShardId
 from streaming.contract import EVENT_SCHEMA
 from streaming.control import ORDER_KEY
-from streaming.delta_sink import delta_table_at, txn
+from streaming.delta_sink import delta_table_at, txn, update
 from streaming.faults import raise_point
-from streaming.quoting import ident, string, table_at
+from streaming.quoting import ident, table_at
 
 __all__ = ["STASH_COLUMNS", "Stash", "append"]
 
@@ -85,17 +85,14 @@ class Stash:
     def rename(self, target: str, old: ShardId, new: ShardId, version: int) -> None:
         """The held rows of ``old`` (for ``target``) are ``new``'s from now on: a release of
         the renamed shard replays them. One UPDATE with transaction ``(app_id, version)``."""
-        where = " AND ".join(
-            f"{ident(c)} = {string(v)}"
-            for c, v in (("target", target), ("source", old.source), ("db", old.db),
-                         ("tbl", old.table))
-        )  # fmt: skip
-        assignments = ", ".join(
-            f"{ident(c)} = {string(v)}"
-            for c, v in (("source", new.source), ("db", new.db), ("tbl", new.table))
+        update(
+            self.spark,
+            self.app_id,
+            self.path,
+            (("target", target), ("source", old.source), ("db", old.db), ("tbl", old.table)),
+            (("source", new.source), ("db", new.db), ("tbl", new.table)),
+            version,
         )
-        with txn(self.spark, self.app_id, version):
-            self.spark.sql(f"UPDATE {table_at(self.path)} SET {assignments} WHERE {where}")
 
     def delete(self, keys: DataFrame, batch: int, version: int) -> None:
         """Delete the stash rows of earlier batches whose (topic, partition, offset) is in
