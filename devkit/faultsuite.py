@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -105,8 +106,10 @@ class Workdir:
         mode: str = "optimistic",
         *,
         read_ahead: bool = False,
+        spark: Any = None,
     ) -> None:
         shutil.rmtree(path, ignore_errors=True)
+        self.spark = spark  # the session to run the job in, else a process of its own
         path.mkdir(parents=True)
         self.path, self.source = path, source
         self.config, self.log = path / "job.yaml", path / "job.log"
@@ -119,7 +122,9 @@ class Workdir:
         self.stash = self.checkpoint / "shardmerge" / "stash"
         self.dead = self.checkpoint / "dead_letter"
 
-    def start(self, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    def start(self, env: dict[str, str] | None = None) -> subprocess.Popen[bytes] | InProcessJob:
+        if self.spark is not None:
+            return InProcessJob(self, env or {}, self.spark)
         full = {**os.environ, **JOB_ENV, **(env or {})}
         with open(self.log, "ab") as out:
             return subprocess.Popen(
@@ -167,7 +172,78 @@ class Workdir:
         return 0 if latest is None else sum(len(lk["blocked"]) for lk in latest[1]["locks"])
 
 
-def wait_until(what: str, check: Callable[[], bool], proc: subprocess.Popen[bytes]) -> None:
+class InProcessJob:
+    """The job (``shardmerge run --available-now``) on a thread of this process, in its
+    Spark session: the same settings, restart policy, faults and log lines as a process of
+    its own, without a cold JVM per run (about a minute on a 2-core machine). The CI tests
+    use it; the kill case, ``scripts/fault-suite`` and ``scripts/kill-test`` run processes.
+    Mimics the part of ``Popen`` the cases use: ``poll``, ``wait``, ``kill``, ``returncode``
+    (0 finished, 2 stopped with a ``shardmerge: ...`` line in the log, 1 any other error)."""
+
+    def __init__(self, work: Workdir, env: dict[str, str], spark: Any) -> None:
+        if "SHARDMERGE_CRASH_AT" in env:
+            raise ValueError("a kill needs a process of its own (Workdir without spark)")
+        self.work, self.env, self.spark = work, env, spark
+        self.returncode: int | None = None
+        self._thread = threading.Thread(target=self._main, name="faultsuite-job", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        import logging
+        import traceback
+
+        from shardmerge.errors import ShardMergeError
+        from shardmerge.printable import PrintableFormatter
+        from streaming import faults, supervise
+        from streaming.config import load_settings
+        from streaming.job import run
+
+        logger = logging.getLogger("shardmerge")
+        handler = logging.FileHandler(self.work.log)
+        handler.setFormatter(PrintableFormatter("%(asctime)s %(name)s %(message)s"))
+        level = logger.level
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        code = 1
+        try:
+            settings = load_settings(
+                self.work.config, environ={**os.environ, **JOB_ENV, **self.env}
+            )
+            supervise.RESTARTS.ran_fine()  # a run before this one may have stopped
+            with faults.armed(storage=self.env.get("SHARDMERGE_STORAGE_FAULT")):
+                run(settings, available_now=True, spark=self.spark)
+            code = 0
+        except ShardMergeError as e:  # what the command line prints, and its exit code
+            handler.stream.write(f"shardmerge: {e}\n")
+            code = 2
+        except BaseException:  # the case fails on the exit code; the log has the traceback
+            handler.stream.write(traceback.format_exc())
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            handler.close()
+            self.returncode = code
+
+    def poll(self) -> int | None:
+        return None if self._thread.is_alive() else self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise subprocess.TimeoutExpired("in-process job", timeout or 0)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        """Stop the job's query (the run then ends as if finished)."""
+        for query in self.spark.streams.active:
+            if query.name == "shardmerge":
+                query.stop()
+
+
+def wait_until(
+    what: str, check: Callable[[], bool], proc: subprocess.Popen[bytes] | InProcessJob
+) -> None:
     deadline = time.monotonic() + JOB_TIMEOUT
     while not check():
         if proc.poll() is not None:
@@ -237,6 +313,12 @@ class Size:
     outage_s: float = 30
     storage_s: float = 6
     malformed: int = 10_000
+    # The job on a thread of the caller's Spark session (InProcessJob), else a process per
+    # run; the kill case always runs processes.
+    in_process: bool = False
+
+    def session(self, spark: Any) -> Any:
+        return spark if self.in_process else None
 
 
 def case_broker(
@@ -255,7 +337,9 @@ def case_broker(
     r = CaseReport(name)
     source = f"fb{int(mid_ddl)}"
     oracle = produce(broker.bootstrap, source, size.shards, size.rows)
-    work = Workdir(base / name, broker.bootstrap, source, size.max_offsets)
+    work = Workdir(
+        base / name, broker.bootstrap, source, size.max_offsets, spark=size.session(spark)
+    )
     proc = work.start()
     try:
         if mid_ddl:
@@ -323,7 +407,9 @@ def case_storage(
     r = CaseReport(name)
     source = f"fs{int(release)}"
     mode = "pessimistic" if release else "optimistic"
-    work = Workdir(base / name, broker.bootstrap, source, size.max_offsets, mode)
+    work = Workdir(
+        base / name, broker.bootstrap, source, size.max_offsets, mode, spark=size.session(spark)
+    )
     pause = None
     if release:
         # Whether a rollout spans micro-batches depends on how the rate limit splits the
@@ -359,7 +445,12 @@ def case_malformed(broker: Broker, spark: Any, base: Path, size: Size) -> CaseRe
     oracle = produce(broker.bootstrap, "fm", size.shards, size.rows)
     sent = send_bad_records(broker.bootstrap, "fm", size.shards, size.malformed)
     work = Workdir(
-        base / "malformed", broker.bootstrap, "fm", max(size.max_offsets, 2000), read_ahead=True
+        base / "malformed",
+        broker.bootstrap,
+        "fm",
+        max(size.max_offsets, 2000),
+        read_ahead=True,
+        spark=size.session(spark),
     )
     r.exit_codes.append(work.run())
     # A record that claims a DDL nobody ran must not leave its shard waiting for it.
@@ -396,7 +487,9 @@ def _resend(
 ) -> tuple[CaseReport, Workdir, dict[Any, dict[str, Any]]]:
     r = CaseReport("resend")
     oracle = produce(broker.bootstrap, source, size.shards, size.rows)
-    work = Workdir(base / "resend", broker.bootstrap, source, size.max_offsets)
+    work = Workdir(
+        base / "resend", broker.bootstrap, source, size.max_offsets, spark=size.session(spark)
+    )
     r.exit_codes.append(work.run())
     again = resend_tail(broker.bootstrap, source, 0.5)
     r.exit_codes.append(work.run())
@@ -421,7 +514,9 @@ def case_data_loss(broker: Broker, spark: Any, base: Path, size: Size) -> CaseRe
     job must stop with a message, and write nothing of the new topics."""
     r = CaseReport("data_loss")
     oracle = produce(broker.bootstrap, "fl", size.shards, size.rows)
-    work = Workdir(base / "data_loss", broker.bootstrap, "fl", size.max_offsets)
+    work = Workdir(
+        base / "data_loss", broker.bootstrap, "fl", size.max_offsets, spark=size.session(spark)
+    )
     r.exit_codes.append(work.run())
     if r.exit_codes[0] != 0:
         r.state = f"the first run failed: {work.stopped_with() or 'see ' + str(work.log)}"

@@ -7,7 +7,8 @@ n-th time it reaches ``point`` (n counts from 1).
 process reaches ``point``: the folder (a Delta table: the stash or a target) is renamed to
 ``path.away`` and a plain *file* takes its place until the query has failed on it
 (:func:`storage_fault_noticed`), then ``seconds`` more (at most two minutes in all); then
-the folder comes back. Every read and write of the table fails meanwhile, also for root (who ignores
+the folder comes back. :func:`armed` sets the same for a job run inside a test's process.
+Every read and write of the table fails meanwhile, also for root (who ignores
 permission bits) and also for a write that would otherwise create a fresh table at a
 missing path. The batch then fails and the query's restart policy has to ride it out.
 
@@ -22,16 +23,19 @@ Unset, :func:`crash_point` costs two dictionary lookups. Points are listed in
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import threading
 from collections import Counter
+from collections.abc import Iterator
 
 __all__ = [
     "POINTS",
     "RAISE_POINTS",
     "InjectedFault",
+    "armed",
     "crash_point",
     "raise_point",
     "reset_raise_counts",
@@ -125,6 +129,21 @@ def raise_point(name: str) -> None:
     _raised[name] += 1
     if _raised[name] == int(count or 1):
         raise InjectedFault(f"injected fault at {name} (SHARDMERGE_RAISE_AT={target})")
+
+
+@contextlib.contextmanager
+def armed(*, storage: str | None = None) -> Iterator[None]:
+    """A storage fault (``SHARDMERGE_STORAGE_FAULT``'s form) for a job run inside the
+    caller's process (a test harness), points counted from zero; disarmed after."""
+    global _storage
+    before = _storage
+    _storage = storage
+    _seen.clear()
+    try:
+        yield
+    finally:
+        _storage = before
+        _seen.clear()
 
 
 def reset_raise_counts() -> None:

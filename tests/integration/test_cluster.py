@@ -4,7 +4,9 @@ A master and a worker (1 core) from the Spark pyspark ships; the executors run i
 own JVMs with only what the command ships (the wheel, the jars, the --confs). The job reads
 the local Kafka broker and keeps lake and checkpoint on the S3 API (moto). Its driver is
 killed with SIGKILL after some batches and submitted again with the same checkpoint; the
-Delta table must then equal the oracle: nothing lost, nothing twice.
+Delta table must then equal the oracle: nothing lost, nothing twice. Two micro-batches in
+all (each costs half a minute or more on two JVMs and one core): the first committed, the
+driver is killed, the second run reads the rest.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def wait(condition, proc: subprocess.Popen[bytes], log: Path, what: str, timeout
                                  + "\n".join(log.read_text().splitlines()[-40:]))  # fmt: skip
         if time.monotonic() > deadline:
             raise AssertionError(f"no {what} within {timeout}s; see {log}")
-        time.sleep(5)
+        time.sleep(2)
 
 
 def stop(proc: subprocess.Popen[bytes], sig: int) -> None:
@@ -69,7 +71,7 @@ def test_the_readme_command_on_a_standalone_cluster(kafka, s3, bucket, spark, tm
     source = "cl" + os.urandom(3).hex()
     oracle = killtest.produce(kafka.bootstrap, source, shards=2, rows=40)
     config, lake, checkpoint = tmp_path / "job.yaml", f"{bucket}/lake", f"{bucket}/checkpoint"
-    killtest.write_config(config, kafka.bootstrap, source, lake, checkpoint, max_offsets=30)
+    killtest.write_config(config, kafka.bootstrap, source, lake, checkpoint, max_offsets=50)
     store = StateStore(spark, checkpoint)
     log = tmp_path / "driver.log"
 
@@ -105,7 +107,7 @@ def test_the_readme_command_on_a_standalone_cluster(kafka, s3, bucket, spark, tm
         )
         driver = submit(env, log)
         try:
-            wait(lambda: batches() >= 1, driver, log, "two batches")
+            wait(lambda: batches() >= 0, driver, log, "a committed batch")
             stop(driver, signal.SIGKILL)  # the driver dies mid-stream
             killed_at = batches()
             driver = submit(env, log)  # the same command, the same checkpoint
@@ -116,7 +118,7 @@ def test_the_readme_command_on_a_standalone_cluster(kafka, s3, bucket, spark, tm
     report = killtest.compare(spark, lake, oracle)
     assert report.missing == [] and report.unexpected == [] and report.duplicated_keys == 0
     assert report.rows == report.expected == len(oracle)
-    assert batches() > killed_at >= 1
+    assert batches() > killed_at >= 0
     text = log.read_text()
     assert f"shardmerge job from {WHEEL}" in text  # the driver ran the wheel's code
     assert len(apps) >= 2, apps  # each run had an executor JVM of its own on the worker

@@ -1,10 +1,13 @@
 """The fault suite's CI subset (``scripts/fault-suite`` runs it all, at full size).
 
-Each case runs the job as a separate process against a broker of its own (the cases stop
-and restart it), while something fails, and compares the Delta table with the oracle:
-nothing lost, nothing duplicated, nothing invented, every bad record a dead letter, and a
-permanent failure stops the job with a message instead of skipping data. Small workloads:
-the machine is small and shared.
+Each case runs the job (its restart policy, faults and log lines as ``shardmerge run``
+has them) against a broker of its own (the cases stop and restart it), while something
+fails, and compares the Delta table with the oracle: nothing lost, nothing duplicated,
+nothing invented, every bad record a dead letter, and a permanent failure stops the job
+with a message instead of skipping data. The job runs on a thread in the suite's Spark
+session (``devkit.faultsuite.InProcessJob``): a cold JVM per run cost about a minute of
+the suite each; the kill -9 test (``test_exactly_once``) and ``scripts/fault-suite`` run
+the job as processes of their own. Small workloads: the machine is small and shared.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from devkit.faultsuite import (
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
-SIZE = Size(shards=2, rows=100, max_offsets=120, outage_s=30, storage_s=5, malformed=320)
+SIZE = Size(
+    shards=2, rows=100, max_offsets=120, outage_s=30, storage_s=5, malformed=320, in_process=True
+)
 
 
 @pytest.fixture(scope="module")
