@@ -25,7 +25,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devkit import kafka_local
-from devkit.killtest import canon, produce, write_config
+from devkit.killtest import InProcessJob, canon, produce, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ("shop", "orders")
@@ -124,7 +123,7 @@ class Workdir:
 
     def start(self, env: dict[str, str] | None = None) -> subprocess.Popen[bytes] | InProcessJob:
         if self.spark is not None:
-            return InProcessJob(self, env or {}, self.spark)
+            return InProcessJob(self.config, self.log, {**JOB_ENV, **(env or {})}, self.spark)
         full = {**os.environ, **JOB_ENV, **(env or {})}
         with open(self.log, "ab") as out:
             return subprocess.Popen(
@@ -170,75 +169,6 @@ class Workdir:
 
         latest = StateStore(spark, str(self.checkpoint)).latest()
         return 0 if latest is None else sum(len(lk["blocked"]) for lk in latest[1]["locks"])
-
-
-class InProcessJob:
-    """The job (``shardmerge run --available-now``) on a thread of this process, in its
-    Spark session: the same settings, restart policy, faults and log lines as a process of
-    its own, without a cold JVM per run (about a minute on a 2-core machine). The CI tests
-    use it; the kill case, ``scripts/fault-suite`` and ``scripts/kill-test`` run processes.
-    Mimics the part of ``Popen`` the cases use: ``poll``, ``wait``, ``kill``, ``returncode``
-    (0 finished, 2 stopped with a ``shardmerge: ...`` line in the log, 1 any other error)."""
-
-    def __init__(self, work: Workdir, env: dict[str, str], spark: Any) -> None:
-        if "SHARDMERGE_CRASH_AT" in env:
-            raise ValueError("a kill needs a process of its own (Workdir without spark)")
-        self.work, self.env, self.spark = work, env, spark
-        self.returncode: int | None = None
-        self._thread = threading.Thread(target=self._main, name="faultsuite-job", daemon=True)
-        self._thread.start()
-
-    def _main(self) -> None:
-        import logging
-        import traceback
-
-        from shardmerge.errors import ShardMergeError
-        from shardmerge.printable import PrintableFormatter
-        from streaming import faults, supervise
-        from streaming.config import load_settings
-        from streaming.job import run
-
-        logger = logging.getLogger("shardmerge")
-        handler = logging.FileHandler(self.work.log)
-        handler.setFormatter(PrintableFormatter("%(asctime)s %(name)s %(message)s"))
-        level = logger.level
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        code = 1
-        try:
-            settings = load_settings(
-                self.work.config, environ={**os.environ, **JOB_ENV, **self.env}
-            )
-            supervise.RESTARTS.ran_fine()  # a run before this one may have stopped
-            with faults.armed(storage=self.env.get("SHARDMERGE_STORAGE_FAULT")):
-                run(settings, available_now=True, spark=self.spark)
-            code = 0
-        except ShardMergeError as e:  # what the command line prints, and its exit code
-            handler.stream.write(f"shardmerge: {e}\n")
-            code = 2
-        except BaseException:  # the case fails on the exit code; the log has the traceback
-            handler.stream.write(traceback.format_exc())
-        finally:
-            logger.removeHandler(handler)
-            logger.setLevel(level)
-            handler.close()
-            self.returncode = code
-
-    def poll(self) -> int | None:
-        return None if self._thread.is_alive() else self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            raise subprocess.TimeoutExpired("in-process job", timeout or 0)
-        assert self.returncode is not None
-        return self.returncode
-
-    def kill(self) -> None:
-        """Stop the job's query (the run then ends as if finished)."""
-        for query in self.spark.streams.active:
-            if query.name == "shardmerge":
-                query.stop()
 
 
 def wait_until(

@@ -16,6 +16,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -161,6 +162,74 @@ def run_job(
     return proc.returncode
 
 
+class InProcessJob:
+    """The job (``shardmerge run --available-now``) on a thread of this process, in its
+    Spark session: the same settings, restart policy, faults and log lines as a process of
+    its own, without a cold JVM per run (about a minute on a 2-core machine). The CI tests
+    use it (the kill test for its last run, after the killed ones); ``scripts/fault-suite``
+    and ``scripts/kill-test`` run processes.
+    Mimics the part of ``Popen`` the cases use: ``poll``, ``wait``, ``kill``, ``returncode``
+    (0 finished, 2 stopped with a ``shardmerge: ...`` line in the log, 1 any other error)."""
+
+    def __init__(self, config: Path, log: Path, env: dict[str, str], spark: Any) -> None:
+        if "SHARDMERGE_CRASH_AT" in env:
+            raise ValueError("a kill needs a process of its own")
+        self.config, self.log, self.env, self.spark = config, log, env, spark
+        self.returncode: int | None = None
+        self._thread = threading.Thread(target=self._main, name="faultsuite-job", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        import logging
+        import traceback
+
+        from shardmerge.errors import ShardMergeError
+        from shardmerge.printable import PrintableFormatter
+        from streaming import faults, supervise
+        from streaming.config import load_settings
+        from streaming.job import run
+
+        logger = logging.getLogger("shardmerge")
+        handler = logging.FileHandler(self.log)
+        handler.setFormatter(PrintableFormatter("%(asctime)s %(name)s %(message)s"))
+        level = logger.level
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        code = 1
+        try:
+            settings = load_settings(self.config, environ={**os.environ, **self.env})
+            supervise.RESTARTS.ran_fine()  # a run before this one may have stopped
+            with faults.armed(storage=self.env.get("SHARDMERGE_STORAGE_FAULT")):
+                run(settings, available_now=True, spark=self.spark)
+            code = 0
+        except ShardMergeError as e:  # what the command line prints, and its exit code
+            handler.stream.write(f"shardmerge: {e}\n")
+            code = 2
+        except BaseException:  # the case fails on the exit code; the log has the traceback
+            handler.stream.write(traceback.format_exc())
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            handler.close()
+            self.returncode = code
+
+    def poll(self) -> int | None:
+        return None if self._thread.is_alive() else self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise subprocess.TimeoutExpired("in-process job", timeout or 0)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        """Stop the job's query (the run then ends as if finished)."""
+        for query in self.spark.streams.active:
+            if query.name == "shardmerge":
+                query.stop()
+
+
 def canon(value: Any) -> Any:
     if isinstance(value, Decimal):
         return format(value.normalize(), "f")
@@ -197,9 +266,12 @@ def kill_test(
     bootstrap: str, work: Path, points: list[str], *, shards: int = 4, rows: int = 400,
     max_offsets: int = 300, spark: Any = None, source: str = "kt",
     storage: str | None = None, extra_env: dict[str, str] | None = None,
+    finish_in: Any = None,
 ) -> Report:  # fmt: skip
     """``storage``: a URI under which lake and checkpoint go (default: ``work``), e.g. a
-    bucket; ``extra_env`` reaches the job (e.g. ``PYSPARK_SUBMIT_ARGS`` with S3A conf)."""
+    bucket; ``extra_env`` reaches the job (e.g. ``PYSPARK_SUBMIT_ARGS`` with S3A conf).
+    ``finish_in``: a Spark session to run the last (not killed) run in, on a thread
+    (:class:`InProcessJob`), instead of a process: the CI test's, to spare a cold JVM."""
     work.mkdir(parents=True, exist_ok=True)
     oracle = produce(bootstrap, source, shards, rows)
     config = work / "job.yaml"
@@ -210,7 +282,10 @@ def kill_test(
     log = work / "job.log"
     for point in [*points, None]:
         started = time.time()
-        code = run_job(config, point, log, extra_env)
+        if point is None and finish_in is not None:
+            code = InProcessJob(config, log, extra_env or {}, finish_in).wait()
+        else:
+            code = run_job(config, point, log, extra_env)
         report.runs.append((point or "(no crash)", code, time.time() - started))
         print(f"  run crash_at={point or '-':18} exit {code:>3} in {time.time() - started:5.1f}s",
               file=sys.stderr, flush=True)  # fmt: skip
