@@ -191,7 +191,7 @@ class InProcessJob:
 
         logger = logging.getLogger("shardmerge")
         handler = logging.FileHandler(self.log)
-        handler.setFormatter(PrintableFormatter("%(asctime)s %(name)s %(message)s"))
+        handler.setFormatter(PrintableFormatter())  # the job's own log lines
         level = logger.level
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)

@@ -36,7 +36,11 @@ def printable(text: object) -> str:
 
 class PrintableFormatter(logging.Formatter):
     """A formatter whose message part is :func:`printable`: one record, one line (the
-    traceback of an exception, our own text, follows as usual)."""
+    traceback of an exception, our own text, follows as usual). Its default format is the
+    job's: time, logger name, message."""
+
+    def __init__(self, fmt: str = "%(asctime)s %(name)s %(message)s") -> None:
+        super().__init__(fmt)
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         record.message = printable(record.message)
@@ -48,5 +52,5 @@ def setup_logging(level: int = logging.INFO) -> None:
     Like ``logging.basicConfig``, it leaves a root logger that has handlers alone (called
     twice, or where the host process configured logging)."""
     handler = logging.StreamHandler()
-    handler.setFormatter(PrintableFormatter("%(asctime)s %(name)s %(message)s"))
+    handler.setFormatter(PrintableFormatter())
     logging.basicConfig(level=level, handlers=[handler])

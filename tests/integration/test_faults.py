@@ -5,7 +5,7 @@ has them) against a broker of its own (the cases stop and restart it), while som
 fails, and compares the Delta table with the oracle: nothing lost, nothing duplicated,
 nothing invented, every bad record a dead letter, and a permanent failure stops the job
 with a message instead of skipping data. The job runs on a thread in the suite's Spark
-session (``devkit.faultsuite.InProcessJob``): a cold JVM per run cost about a minute of
+session (``devkit.killtest.InProcessJob``): a cold JVM per run cost about a minute of
 the suite each; the kill -9 test (``test_exactly_once``) and ``scripts/fault-suite`` run
 the job as processes of their own. Small workloads: the machine is small and shared.
 """
