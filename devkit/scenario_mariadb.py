@@ -209,9 +209,9 @@ class _MariaRun(_Run):
                 )
             )
 
-    def step(self, step: Step) -> None:
+    def step(self, step: Step) -> Iterator[None]:
         if step.kind in ("operator", "expect"):
-            super().step(step)
+            yield from super().step(step)
             return
         shard = ShardId.parse(step.shard or "")
         self.space(shard.source)

@@ -5,24 +5,39 @@ or an operator acts, and the downstream is a real Delta table.
 Each file gets its own topics (a run prefix before the connector's topic names), Delta
 tables and checkpoint, so several files share one broker and one Spark session; source
 names stay the file's own (``s1``), as Debezium's ``source.name``.
+
+Files can also run **side by side in one streaming query** (:meth:`SparkScenarioSession.
+run_together`): a micro-batch costs about the same for one target as for several (the
+query's start, the Kafka read and decode, the summary, the stash and the state file are
+shared; each target adds its own MERGE and DDL), so files that share a query pay that
+once per round instead of once each. Each file still sees exactly the batches it would
+see alone: the files advance in rounds, each to its next observation point, then one
+``AvailableNow`` query reads everything produced, which is each file's events since its
+previous point. What tells the files apart in the shared job: each file's sources and
+target get a prefix of their own (``m003_s1``, ``m003_shardddl.tb``: a route per file),
+taken off again in everything observed (locks, shards, errors, extracted source names).
+A file whose run is meant to stop the job (a strict target, an expected error) runs
+alone: the stop ends the query for every file in it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import shlex
 import sys
 import tempfile
 import time
 import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from coordinator.ids import ShardId, TargetId
 from coordinator.scenario.model import Scenario, Step
 from coordinator.scenario.observe import Observation, check, sorted_rows
-from coordinator.scenario.runner import ScenarioResult, skipped
+from coordinator.scenario.runner import ScenarioResult, run_memory, skipped
 from coordinator.scenario.upstream import RowEvent, Upstream, UpstreamError
 from coordinator.state import restore
 from schemas.ddl import parse_create_table
@@ -38,7 +53,11 @@ from streaming.config import (
 )
 from streaming.state_store import StateStore
 
-__all__ = ["SparkScenarioSession"]
+__all__ = ["GROUP_SIZE", "SparkScenarioSession", "shares_query"]
+
+# Files per shared query: more share more of each batch's cost; every file of a group stops
+# if the query does (an unexpected error), and each holds its producers open meanwhile.
+GROUP_SIZE = 16
 
 
 class SparkScenarioSession:
@@ -65,18 +84,95 @@ class SparkScenarioSession:
         self.close()
 
     def run(self, scenario: Scenario) -> ScenarioResult:
+        """One file alone: its own topics, checkpoint and Delta tables."""
         return _Run(self, scenario).run()
+
+    def run_together(self, scenarios: list[Scenario]) -> list[ScenarioResult]:
+        """Files side by side in one streaming query (see the module docstring), results
+        in the order given. A file whose steps fail the engine (a client error, a bug) is
+        that file's failed result; the others go on. Files that must run alone
+        (:func:`shares_query`) are refused."""
+        alone = [s.name for s in scenarios if not shares_query(s)]
+        if alone:
+            raise ValueError(f"files that stop the job run alone, not together: {alone}")
+        return _Group(self, scenarios).run()
+
+    def run_files(
+        self, scenarios: Iterable[Scenario], engine: str = "spark"
+    ) -> Iterator[ScenarioResult]:
+        """Each file's result in the order given: files that may share a query run in
+        groups of up to :data:`GROUP_SIZE` (a group runs when its first file's turn comes),
+        the others alone."""
+        todo = list(scenarios)
+        done: dict[int, ScenarioResult] = {}
+        for i, scenario in enumerate(todo):
+            if i not in done:
+                if not scenario.runs_on(engine):
+                    done[i] = skipped(scenario, engine)
+                elif not shares_query(scenario):
+                    done[i] = _guarded(engine, scenario, functools.partial(self.run, scenario))
+                else:
+                    group = [
+                        j for j in range(i, len(todo))
+                        if j not in done and todo[j].runs_on(engine) and shares_query(todo[j])
+                    ][:GROUP_SIZE]  # fmt: skip
+                    results = _guarded_group(engine, [todo[j] for j in group], self)
+                    done.update(zip(group, results, strict=True))
+            yield done.pop(i)
+
+
+def shares_query(scenario: Scenario) -> bool:
+    """Whether the file may run in a query with others: its run is not meant to stop the
+    job (no strict target, no expected error, and the memory engine runs it to the end
+    without one). A stop would end the query for every file in it."""
+    if scenario.strict:
+        return False
+    expects = [scenario.expect, *(step.expect for step in scenario.steps)]
+    if any(e is not None and e.error is not None for e in expects):
+        return False
+    return run_memory(scenario).output.get("error") is None
+
+
+class _Names:
+    """A file's names in a shared job: its sources and target with the file's prefix."""
+
+    def __init__(self, tag: str, scenario: Scenario) -> None:
+        self.tag = tag
+        self.sources = {ShardId.parse(name).source for name in scenario.shards}
+        self.target = scenario.target
+
+    def source(self, source: str) -> str:
+        return self.tag + source
+
+    def words(self, words: str) -> str:
+        """An operator command with the file's target and shards named as in the job."""
+        if not self.tag:
+            return words
+
+        def ours(word: str) -> bool:  # the target, or a shard of one of the file's sources
+            shard = word.count(".") == 2 and word.split(".", 1)[0] in self.sources
+            return word == self.target or shard
+
+        return shlex.join(self.tag + w if ours(w) else w for w in shlex.split(words))
+
+    def back(self, text: str | None) -> str | None:
+        """Text from the job (a message, a shard or target name) in the file's own names."""
+        return text.replace(self.tag, "") if text and self.tag else text
 
 
 class _Run:
-    def __init__(self, session: SparkScenarioSession, scenario: Scenario) -> None:
+    def __init__(
+        self, session: SparkScenarioSession, scenario: Scenario, group: _Group | None = None
+    ) -> None:
         from devkit.producer import DebeziumProducer
 
         self.s = session
         self.scenario = scenario
-        self.run_id = "r" + uuid.uuid4().hex[:8]
+        self.run_id = group.run_id if group else "r" + uuid.uuid4().hex[:8]
         self.root = session.workdir / self.run_id
-        self.target = TargetId.parse(scenario.target)
+        tag = group.tag(scenario) if group else ""
+        self.names = _Names(tag, scenario)
+        self.target = TargetId.parse(tag + scenario.target)
         self.settings = self.job_settings()
         self.upstream = Upstream()
         self.producers: dict[str, DebeziumProducer] = {}
@@ -84,44 +180,61 @@ class _Run:
             session.broker.bootstrap, source, topic_namespace=f"{self.run_id}_"
         )
         self.error: str | None = None
+        self.result: ScenarioResult | None = None
 
     engine = "spark"
+
+    def route(self) -> RouteSettings:
+        """This file's route: every shard of its sources to its target."""
+        scenario = self.scenario
+        extract = ExtractSettings(**(scenario.extract.model_dump() if scenario.extract else {}))
+        return RouteSettings(
+            target=str(self.target), source=self.names.source("*"), extract=extract
+        )
+
+    def target_settings(self) -> TargetSettings:
+        scenario = self.scenario
+        return TargetSettings(mode=scenario.mode, strict=scenario.strict, policy=scenario.policy)
 
     def job_settings(
         self, pattern: str | None = None, routes: list[RouteSettings] | None = None
     ) -> Settings:
         """The job's settings for this file: its own topics, Delta tables and checkpoint."""
-        scenario = self.scenario
-        extract = ExtractSettings(**(scenario.extract.model_dump() if scenario.extract else {}))
-        return Settings(
-            kafka=KafkaSettings(bootstrap=self.s.broker.bootstrap),
-            sources=[SourceSettings(format="debezium", pattern=pattern or f"{self.run_id}_.*")],
-            routes=routes or [RouteSettings(target=scenario.target, extract=extract)],
-            targets={
-                scenario.target: TargetSettings(
-                    mode=scenario.mode, strict=scenario.strict, policy=scenario.policy
-                )
-            },
-            sink=SinkSettings(path=str(self.root / "lake")),
-            checkpoint=str(self.root / "checkpoint"),
+        return _settings(
+            self.s.broker.bootstrap,
+            self.root,
+            pattern or f"{self.run_id}_.*",
+            routes or [self.route()],
+            {str(self.target): self.target_settings()},
         )
 
     # --- names ---------------------------------------------------------------------------
 
     def producer(self, source: str) -> Any:
+        """The producer of a source of the file (named as in the job)."""
         if source not in self.producers:
-            self.producers[source] = self.make_producer(source)
+            self.producers[source] = self.make_producer(self.names.source(source))
         return self.producers[source]
 
     # --- the run ---------------------------------------------------------------------------
 
     def run(self) -> ScenarioResult:
+        """The file alone: the job catches up at each of the file's observation points."""
+        for _ in self.rounds():
+            self.catch_up()
+        assert self.result is not None
+        return self.result
+
+    def rounds(self) -> Iterator[None]:
+        """The file's steps; yields at each point where the job must catch up with what was
+        produced (the caller runs it and sets ``error`` if the job stopped). Sets
+        ``result`` at the end."""
         failures: list[str] = []
         invalid = False
         self.begin()
         for index, step in enumerate(self.scenario.steps):
             try:
-                self.step(step)
+                yield from self.step(step)
             except UpstreamError as e:
                 self.error = f"{self.scenario.path}: step {index + 1}: {e}"
                 failures.append(f"invalid file: {self.error}")
@@ -134,7 +247,7 @@ class _Run:
             if self.error is not None:
                 break
         if self.error is None:
-            self.catch_up()
+            yield
         seen = self.observe()
         if self.scenario.expect is not None:
             failures += check(self.scenario.expect, seen, "end")
@@ -158,11 +271,15 @@ class _Run:
             "error": seen.error,
             "failures": failures,
         }
-        for p in self.producers.values():
-            p.flush()
-        self.producers.clear()  # no client outlives the run (and retries a stopped broker)
+        self.close_producers()
         name = self.scenario.name
-        return ScenarioResult(name, self.engine, not failures, output, invalid=invalid)
+        self.result = ScenarioResult(name, self.engine, not failures, output, invalid=invalid)
+
+    def close_producers(self) -> None:
+        producers = list(self.producers.values())
+        self.producers.clear()  # no client outlives the run (and retries a stopped broker)
+        for p in producers:
+            p.flush()
 
     def begin(self) -> None:
         """Create the file's initial shard tables upstream."""
@@ -176,16 +293,20 @@ class _Run:
         """Checks an engine adds after the run (none here)."""
         return []
 
-    def step(self, step: Step) -> None:
+    def step(self, step: Step) -> Iterator[None]:
+        """One step; yields where the job must catch up first (an observation, a command)."""
         kind = step.kind
         if kind == "operator":
             assert step.operator is not None
-            self.catch_up()
-            StateStore(self.s.spark, self.settings.checkpoint).submit(step.operator)
+            yield
+            if self.error is not None:
+                return
+            words = self.names.words(step.operator)
+            StateStore(self.s.spark, self.settings.checkpoint).submit(words)
             self.heartbeat()
             return
         if kind == "expect":
-            self.catch_up()
+            yield
             return
         shard = ShardId.parse(step.shard or "")
         if kind == "sql":
@@ -225,33 +346,20 @@ class _Run:
             return
         for p in self.producers.values():
             p.flush()
-        from pyspark.errors import StreamingQueryException
-
-        from streaming.job import build_query
-
-        query, _ = build_query(self.s.spark, self.settings, available_now=True)
-        try:
-            query.awaitTermination()
-        except StreamingQueryException as e:
-            # The job stopped (a strict conflict, ...): what the file's `error` expects.
-            # Anything else (the JVM gone, ...) is not a result and fails the run.
-            self.error = _root_message(e)
-        else:
-            exc = query.exception()
-            if exc is not None:
-                self.error = _root_message(exc)
+        self.error = _catch_up(self.s.spark, self.settings)
 
     # --- observing -----------------------------------------------------------------------------
 
     def observe(self, rows: bool = True) -> Observation:
-        """The job's saved state and, with ``rows``, the Delta table's rows."""
+        """The job's saved state and, with ``rows``, the Delta table's rows, in the file's
+        own names."""
         store = StateStore(self.s.spark, self.settings.checkpoint)
         latest = store.latest()
         failed = store.failure()
         if failed is not None:
             latest = (failed["batch"], failed)
         if latest is None:
-            return Observation(None, [], [], self.error)
+            return Observation(None, [], [], self.names.back(self.error))
         _, data = latest
         c = restore(data["coordinator"], self.settings.router(), self.settings.target_configs())
         t = c.targets.get(self.target)
@@ -261,19 +369,28 @@ class _Run:
         if rows and schema is not None and Path(path).exists():
             df = self.s.spark.read.format("delta").load(path)
             found = [r.asDict() for r in df.collect()]
+            column = self.scenario.extract.source_column if self.scenario.extract else None
+            if column and self.names.tag:
+                for row in found:
+                    key = next((k for k in row if k.lower() == column.lower()), None)
+                    if key is not None:
+                        row[key] = self.names.back(row[key])
+        back = self.names.back
         locks = []
         for lock in data.get("locks", []):
+            if lock["target"] != str(self.target):
+                continue  # another file's, in a shared job
             locks.append(
                 {
-                    "target": lock["target"],
+                    "target": back(lock["target"]),
                     "mode": lock["mode"],
                     "stage": lock["stage"],
-                    "blocked": lock["blocked"],
+                    "blocked": [back(b) for b in lock["blocked"]],
                     "pending_ddl": [p["sql"] for p in lock["pending_ddl"]],
-                    **({"conflict": lock["conflict"]} if lock.get("conflict") else {}),
+                    **({"conflict": back(lock["conflict"])} if lock.get("conflict") else {}),
                 }
             )
-        return Observation(schema, found, locks, self.error)
+        return Observation(schema, found, locks, back(self.error))
 
     def delta_matches_coordinator(self, seen: Observation) -> list[str]:
         path = self.settings.table_path(self.target)
@@ -283,6 +400,93 @@ class _Run:
         if sorted(c.lower() for c in delta_cols) != sorted(c.key for c in seen.schema.columns):
             return [f"Delta columns {delta_cols} differ from the target schema {seen.columns()}"]
         return []
+
+
+class _Group:
+    """Files side by side in one streaming query (see the module docstring)."""
+
+    def __init__(self, session: SparkScenarioSession, scenarios: list[Scenario]) -> None:
+        self.s = session
+        self.run_id = "g" + uuid.uuid4().hex[:8]
+        self.root = session.workdir / self.run_id
+        self._tags: dict[int, str] = {}
+        self.runs = [_Run(session, scenario, self) for scenario in scenarios]
+        self.settings = _settings(
+            session.broker.bootstrap,
+            self.root,
+            f"{self.run_id}_.*",
+            [run.route() for run in self.runs],
+            {str(run.target): run.target_settings() for run in self.runs},
+        )
+        for run in self.runs:
+            run.settings = self.settings
+
+    def tag(self, scenario: Scenario) -> str:
+        """The file's prefix: fixed width, so that no file's prefix starts another's."""
+        return self._tags.setdefault(id(scenario), f"m{len(self._tags):03d}_")
+
+    def run(self) -> list[ScenarioResult]:
+        """Rounds: every file to its next observation point, then one query for all."""
+        outcome: dict[int, ScenarioResult] = {}
+        steps = {i: run.rounds() for i, run in enumerate(self.runs)}
+        while steps:
+            for i in list(steps):
+                try:
+                    next(steps[i])
+                except StopIteration:
+                    result = self.runs[i].result
+                    assert result is not None
+                    outcome[i] = result
+                    del steps[i]
+                except Exception as e:  # this file fails (see _failed); the others go on
+                    outcome[i] = _failed("spark", self.runs[i].scenario, e)
+                    self.runs[i].close_producers()
+                    del steps[i]
+            waiting = [self.runs[i] for i in steps if self.runs[i].error is None]
+            if waiting:
+                for run in waiting:
+                    for p in run.producers.values():
+                        p.flush()
+                error = _catch_up(self.s.spark, self.settings)
+                if error is not None:
+                    for run in waiting:
+                        run.error = f"{error} (the query shared by {len(self.runs)} files)"
+        return [outcome[i] for i in range(len(self.runs))]
+
+
+def _settings(
+    bootstrap: str,
+    root: Path,
+    pattern: str,
+    routes: list[RouteSettings],
+    targets: dict[str, TargetSettings],
+) -> Settings:
+    return Settings(
+        kafka=KafkaSettings(bootstrap=bootstrap),
+        sources=[SourceSettings(format="debezium", pattern=pattern)],
+        routes=routes,
+        targets=targets,
+        sink=SinkSettings(path=str(root / "lake")),
+        checkpoint=str(root / "checkpoint"),
+    )
+
+
+def _catch_up(spark: Any, settings: Settings) -> str | None:
+    """One ``AvailableNow`` run of the job over everything produced so far; the error it
+    stopped with, if any."""
+    from pyspark.errors import StreamingQueryException
+
+    from streaming.job import build_query
+
+    query, _ = build_query(spark, settings, available_now=True)
+    try:
+        query.awaitTermination()
+    except StreamingQueryException as e:
+        # The job stopped (a strict conflict, ...): what the file's `error` expects.
+        # Anything else (the JVM gone, ...) is not a result and fails the run.
+        return _root_message(e)
+    exc = query.exception()
+    return _root_message(exc) if exc is not None else None
 
 
 def _root_message(e: BaseException) -> str:
@@ -295,13 +499,14 @@ def _root_message(e: BaseException) -> str:
 
 def run_spark_files(scenarios: list[Scenario]) -> Iterator[ScenarioResult]:
     with SparkScenarioSession() as session:
-        yield from run_in_session(session, scenarios, "spark")
+        yield from session.run_files(scenarios)
 
 
 def run_in_session(
     session: SparkScenarioSession, scenarios: list[Scenario], engine: str
 ) -> Iterator[ScenarioResult]:
-    """Each file in turn; a file the engine cannot run is a failed result, not the end.
+    """Each file in turn, alone; a file the engine cannot run is a failed result, not the
+    end.
 
     Any error of one file (a server refusing a statement, a client error, a bug of the
     engine) is that file's failure, with the error's type and message in its JSON and the
@@ -310,12 +515,31 @@ def run_in_session(
         if not scenario.runs_on(engine):  # the file's `engines` leave this one out
             yield skipped(scenario, engine)
             continue
-        try:
-            yield session.run(scenario)
-        except Exception as e:  # the file fails, reported with its error; the run goes on
-            text = str(e) if isinstance(e, ShardMergeError) else f"{type(e).__name__}: {e}"
-            print(f"    {scenario.path}: the engine failed on this file:", file=sys.stderr)
-            traceback.print_exc(file=sys.stderr)
-            output = {"name": scenario.name, "ok": False, "engine": engine, "error": text,
-                      "failures": [f"engine error: {text}"]}  # fmt: skip
-            yield ScenarioResult(scenario.name, engine, False, output)
+        yield _guarded(engine, scenario, functools.partial(session.run, scenario))
+
+
+def _guarded(engine: str, scenario: Scenario, run: Callable[[], ScenarioResult]) -> ScenarioResult:
+    try:
+        return run()
+    except Exception as e:  # the file fails, reported with its error; the run goes on
+        return _failed(engine, scenario, e)
+
+
+def _guarded_group(
+    engine: str, scenarios: list[Scenario], session: SparkScenarioSession
+) -> list[ScenarioResult]:
+    try:
+        return session.run_together(scenarios)
+    except Exception as e:  # the group's shared work failed (its query): each file fails
+        return [_failed(engine, s, e) for s in scenarios]
+
+
+def _failed(engine: str, scenario: Scenario, e: Exception) -> ScenarioResult:
+    """A file the engine failed on: its error's type and message in its JSON, the
+    traceback on stderr."""
+    text = str(e) if isinstance(e, ShardMergeError) else f"{type(e).__name__}: {e}"
+    print(f"    {scenario.path}: the engine failed on this file:", file=sys.stderr)
+    traceback.print_exception(e, file=sys.stderr)
+    output = {"name": scenario.name, "ok": False, "engine": engine, "error": text,
+              "failures": [f"engine error: {text}"]}  # fmt: skip
+    return ScenarioResult(scenario.name, engine, False, output)
