@@ -53,11 +53,11 @@ from streaming.config import (
 )
 from streaming.state_store import StateStore
 
-__all__ = ["GROUP_SIZE", "SparkScenarioSession", "shares_query"]
+__all__ = ["GROUP_SIZE", "SparkScenarioSession", "rounds", "shares_query"]
 
 # Files per shared query: more share more of each batch's cost; every file of a group stops
 # if the query does (an unexpected error), and each holds its producers open meanwhile.
-GROUP_SIZE = 16
+GROUP_SIZE = 24
 
 
 class SparkScenarioSession:
@@ -101,24 +101,37 @@ class SparkScenarioSession:
         self, scenarios: Iterable[Scenario], engine: str = "spark"
     ) -> Iterator[ScenarioResult]:
         """Each file's result in the order given: files that may share a query run in
-        groups of up to :data:`GROUP_SIZE` (a group runs when its first file's turn comes),
-        the others alone."""
+        groups of up to :data:`GROUP_SIZE` (as even as they can be), the others alone. A
+        group runs as many rounds as its file with the most observation points, so files
+        are grouped by that count (:func:`rounds`); a group runs when the first of its
+        files is due."""
         todo = list(scenarios)
+        shared = [i for i, s in enumerate(todo) if s.runs_on(engine) and shares_query(s)]
+        shared.sort(key=lambda i: (rounds(todo[i]), i))
+        group_of: dict[int, list[int]] = {}
+        size = -(-len(shared) // -(-len(shared) // GROUP_SIZE)) if shared else 1  # even
+        for k in range(0, len(shared), size):
+            group = sorted(shared[k : k + size])
+            group_of.update(dict.fromkeys(group, group))
         done: dict[int, ScenarioResult] = {}
         for i, scenario in enumerate(todo):
-            if i not in done:
-                if not scenario.runs_on(engine):
-                    done[i] = skipped(scenario, engine)
-                elif not shares_query(scenario):
-                    done[i] = _guarded(engine, scenario, functools.partial(self.run, scenario))
-                else:
-                    group = [
-                        j for j in range(i, len(todo))
-                        if j not in done and todo[j].runs_on(engine) and shares_query(todo[j])
-                    ][:GROUP_SIZE]  # fmt: skip
-                    results = _guarded_group(engine, [todo[j] for j in group], self)
-                    done.update(zip(group, results, strict=True))
+            if i in done:
+                pass
+            elif not scenario.runs_on(engine):
+                done[i] = skipped(scenario, engine)
+            elif i not in group_of:
+                done[i] = _guarded(engine, scenario, functools.partial(self.run, scenario))
+            else:
+                group = group_of[i]
+                results = _guarded_group(engine, [todo[j] for j in group], self)
+                done.update(zip(group, results, strict=True))
             yield done.pop(i)
+
+
+def rounds(scenario: Scenario) -> int:
+    """How many times the job catches up in the file's run: at each observation and
+    operator step, and at the end."""
+    return 1 + sum(step.kind in ("expect", "operator") for step in scenario.steps)
 
 
 def shares_query(scenario: Scenario) -> bool:

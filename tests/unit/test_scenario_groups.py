@@ -4,11 +4,12 @@ grouping of the results."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from coordinator.scenario.model import Scenario, load_scenario
 from coordinator.scenario.runner import ScenarioResult
-from devkit.scenario_spark import GROUP_SIZE, SparkScenarioSession, _Names, shares_query
+from devkit.scenario_spark import GROUP_SIZE, SparkScenarioSession, _Names, rounds, shares_query
 
 ROOT = Path(__file__).parents[1] / "scenarios"
 PLAIN = ROOT / "dm" / "dm004-add-column-optimistic.yaml"
@@ -77,12 +78,16 @@ def test_results_come_in_the_order_given_grouped_up_to_the_group_size() -> None:
     assert alone == {files[1].name}
     assert [r.output.get("ran") for r in results][:3] == ["together", "alone", None]
     assert results[2].skipped  # a memory-only file
-    shared = [s.name for s in files if s.runs_on("spark") and shares_query(s)]
-    together = [c for c in session.calls if len(c) > 1]
-    assert together[0] == shared[:GROUP_SIZE]  # a group: the next files that share, in order
-    assert sorted(n for c in session.calls for n in c) == sorted(
-        s.name for s in files if s.runs_on("spark")
-    )  # each file run once
+    by_name = {s.name: s for s in files}
+    shared = {s.name for s in files if s.runs_on("spark") and shares_query(s)}
+    groups = [c for c in session.calls if c[0] in shared]
+    assert sorted(n for g in groups for n in g) == sorted(shared)  # each shared file once
+    assert all(len(g) <= GROUP_SIZE for g in groups) and len(groups) > 1
+    # grouped by how many rounds the files take: a group's longest file sets its rounds
+    spans = sorted((min(rounds(by_name[n]) for n in g), max(rounds(by_name[n]) for n in g))
+                   for g in groups)  # fmt: skip
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+    assert all(g == sorted(g, key=[s.name for s in files].index) for g in groups)
 
 
 def test_a_group_that_fails_as_a_whole_fails_each_of_its_files() -> None:
@@ -94,3 +99,8 @@ def test_a_group_that_fails_as_a_whole_fails_each_of_its_files() -> None:
     results = list(SparkScenarioSession.run_files(Broken(), files))  # type: ignore[arg-type]
     assert [r.ok for r in results] == [False, False, False]
     assert all("RuntimeError: the JVM is gone" in r.output["error"] for r in results)
+
+
+def test_rounds_count_the_points_where_the_job_catches_up() -> None:
+    scenario = load_scenario(ROOT / "beyond" / "operator-replace-pessimistic.yaml")
+    assert rounds(scenario) == 3  # an expect step, an operator step, the end
