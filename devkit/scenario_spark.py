@@ -7,10 +7,10 @@ tables and checkpoint, so several files share one broker and one Spark session; 
 names stay the file's own (``s1``), as Debezium's ``source.name``.
 
 Files can also run **side by side in one streaming query** (:meth:`SparkScenarioSession.
-run_together`): a micro-batch costs about the same for one target as for several (the
-query's start, the Kafka read and decode, the summary, the stash and the state file are
-shared; each target adds its own MERGE and DDL), so files that share a query pay that
-once per round instead of once each. Each file still sees exactly the batches it would
+run_together`): part of a micro-batch's cost is the same for one target as for several
+(the query's start, the Kafka read and decode, the stash and the state file), so files
+that share a query pay it once per round instead of once each; each target still adds
+its own MERGE and DDL (docs/benchmarks.md). Each file still sees exactly the batches it would
 see alone: the files advance in rounds, each to its next observation point, then one
 ``AvailableNow`` query reads everything produced, which is each file's events since its
 previous point. What tells the files apart in the shared job: each file's sources and
