@@ -194,6 +194,7 @@ class _Run:
         )
         self.error: str | None = None
         self.result: ScenarioResult | None = None
+        self.delta_columns: list[str] = []  # the Delta table's, as the last observation read
 
     engine = "spark"
 
@@ -381,6 +382,7 @@ class _Run:
         path = self.settings.table_path(self.target)
         if rows and schema is not None and Path(path).exists():
             df = self.s.spark.read.format("delta").load(path)
+            self.delta_columns = [f.name for f in df.schema.fields]
             found = [r.asDict() for r in df.collect()]
             column = self.scenario.extract.source_column if self.scenario.extract else None
             if column and self.names.tag:
@@ -409,7 +411,10 @@ class _Run:
         path = self.settings.table_path(self.target)
         if seen.schema is None or not Path(path).exists():
             return []
-        delta_cols = [f.name for f in self.s.spark.read.format("delta").load(path).schema.fields]
+        # The run's last observation read the table's columns with its rows.
+        delta_cols = self.delta_columns or [
+            f.name for f in self.s.spark.read.format("delta").load(path).schema.fields
+        ]
         if sorted(c.lower() for c in delta_cols) != sorted(c.key for c in seen.schema.columns):
             return [f"Delta columns {delta_cols} differ from the target schema {seen.columns()}"]
         return []
