@@ -358,9 +358,13 @@ class _Run:
         """Run the job until it has read everything produced so far."""
         if self.error is not None:
             return
+        self.flush()
+        self.error = _catch_up(self.s.spark, self.settings)
+
+    def flush(self) -> None:
+        """Hand everything the file produced so far to Kafka."""
         for p in self.producers.values():
             p.flush()
-        self.error = _catch_up(self.s.spark, self.settings)
 
     # --- observing -----------------------------------------------------------------------------
 
@@ -385,7 +389,7 @@ class _Run:
             self.delta_columns = [f.name for f in df.schema.fields]
             found = [r.asDict() for r in df.collect()]
             column = self.scenario.extract.source_column if self.scenario.extract else None
-            if column and self.names.tag:
+            if column:
                 for row in found:
                     key = next((k for k in row if k.lower() == column.lower()), None)
                     if key is not None:
@@ -463,8 +467,7 @@ class _Group:
             waiting = [self.runs[i] for i in steps if self.runs[i].error is None]
             if waiting:
                 for run in waiting:
-                    for p in run.producers.values():
-                        p.flush()
+                    run.flush()
                 error = _catch_up(self.s.spark, self.settings)
                 if error is not None:
                     for run in waiting:
