@@ -67,6 +67,14 @@ _DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 KAFKA_POOL_CONF = {"spark.kafka.consumer.cache.capacity": "16384"}
 _POOL_KEY = "spark.kafka.consumer.cache.capacity"
 
+# For a local session that sees thousands of short-lived tables (the test suite, scenario
+# runs): Delta keeps every table's log and latest snapshot it touched for an hour (cache
+# size 10,000), and each snapshot holds its plans (~2 MB of a driver's heap). A whole
+# suite's tables then filled a 2 GB driver (GC thrash). A job's own tables are touched every
+# batch, so the default suits it; this bounds the cache by count. Read once, when Delta
+# first builds the cache: set it when the session is built.
+MANY_TABLES_CONF = {"spark.databricks.delta.delta.log.cacheSize": "64"}
+
 
 def submitted() -> bool:
     """True when spark-submit (or pyspark) started this Python with its JVM running."""

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from devkit import objectstore
 from devkit.kafka_local import KafkaBroker, running
-from streaming.spark_session import build_spark
+from streaming.spark_session import MANY_TABLES_CONF, build_spark
 
 
 @pytest.fixture(scope="session")
@@ -43,8 +43,9 @@ def topic(kafka: KafkaBroker) -> Callable[..., str]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    """The session's local[2] SparkSession with Delta and the Kafka source."""
-    session = build_spark("shardmerge-integration")
+    """The session's local[2] SparkSession with Delta and the Kafka source; Delta's log
+    cache bounded (the suite touches thousands of tables)."""
+    session = build_spark("shardmerge-integration", extra_conf=MANY_TABLES_CONF)
     yield session
     session.stop()
 
