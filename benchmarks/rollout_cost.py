@@ -21,6 +21,15 @@ count of the run. ``--spark-defaults`` reads Kafka with Spark's and Kafka's defa
 of 64 consumers, ``fetch.max.wait.ms`` 500), as the job did before it set them: the
 baseline of the consumer-pool change. Prints a Markdown table; docs/benchmarks.md keeps
 the latest run.
+
+Consumers. Spark's Kafka source pools one consumer per (consumer group, topic-partition),
+and every query start takes a new group unless ``kafka.group.id`` is set. A running job is
+one query: from its second batch on, it finds a consumer pooled for every topic-partition it
+read before. The three runs here are three queries, so by default they share one consumer
+group (``kafka.group.id``, one per shard count) and the measured batches see pooled
+consumers, as a running job's do. ``--new-consumers`` gives each run a group of its own:
+every batch then pays what a job's first batch after a start pays (a consumer made,
+connected and seeked per topic-partition).
 """
 
 from __future__ import annotations
@@ -78,6 +87,11 @@ def main() -> None:
         action="store_true",
         help="Spark's consumer pool (64) and Kafka's fetch.max.wait.ms (500): the old job",
     )
+    parser.add_argument(
+        "--new-consumers",
+        action="store_true",
+        help="each run its own consumer group: every batch a job's first (see above)",
+    )
     args = parser.parse_args()
     from devkit import kafka_local
     from devkit.producer import DebeziumProducer, send_workload
@@ -104,11 +118,12 @@ def main() -> None:
                 source = f"roll{n}"
                 events = list(sharded_workload(n, args.rows // n, ddl_at=ROLLOUT))
                 warm, plain, rollout = parts(events)
+                group = {} if args.new_consumers else {"group.id": f"shardmerge-{source}"}
                 s = Settings(
                     kafka=KafkaSettings(
                         bootstrap=broker.bootstrap,
                         max_offsets_per_trigger=10_000_000,
-                        options=options,
+                        options={**options, **group},
                     ),
                     sources=[
                         SourceSettings(

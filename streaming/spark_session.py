@@ -144,6 +144,11 @@ def build_spark(
         "spark.ui.retainedStages": "200",
         "spark.sql.streaming.ui.retainedQueries": "20",
         "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC -Dlog4j2.configurationFile={log4j2}",
+        # Every live broadcast hash relation (a join's small side, keyed by anything but
+        # one integer) holds at least one page on the driver, and the page size Spark
+        # derives from a 2 GB local driver is 32 MB: 29 of them held ~1 GB of the suite's
+        # heap. Local batches are small; 2 MB pages cost them nothing measurable.
+        "spark.buffer.pageSize": "2m",
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "2",
         # Delta's snapshot state reconstruction defaults to 50 partitions.
