@@ -7,7 +7,8 @@ handed out in the same order on a re-run, whatever the data, so a re-run skips e
 write that happened.
 
 1. **Restore** the coordinator from the newest state of an *earlier* batch, and fix the
-   operator commands this batch applies (``intent``). Dies here: nothing was written.
+   operator commands this batch applies (``intent``); a Kafka topic recreated since it was
+   read stops the batch (``streaming.topic_ids``). Dies here: nothing was written.
 2. **Apply operator commands**: their decisions go to the executor like any (step 5).
 3. **Decode** the Kafka records in the JVM (``streaming.decode``: the query parses them,
    ``streaming.job.read_parsed``; the batch splits events from dead letters); undecodable
@@ -84,6 +85,7 @@ from streaming.quoting import check_session
 from streaming.rows import read_ahead_sql
 from streaming.stash import Stash, append
 from streaming.state_store import StateStore
+from streaming.topic_ids import TopicIds
 from streaming.writer import WriteStep
 
 __all__ = ["BatchProcessor", "Stats"]
@@ -141,17 +143,20 @@ class BatchProcessor:
         self.observer = BatchObserver()  # step timings and counts for metrics/dashboard
         # Which sources a batch read to the end of their schema-change topics.
         self.caught_up = CaughtUp(spark, settings)
+        self.topic_ids = TopicIds(spark, settings)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         _Batch(self, df, batch_id).run()
 
-    def restore(self, batch: int) -> tuple[Coordinator, set[str]]:
+    def restore(self, batch: int) -> tuple[Coordinator, set[str], dict[str, str]]:
+        """The coordinator, the operator commands applied and the Kafka topic ids
+        (streaming.topic_ids) saved by the batch before ``batch``."""
         data = self.store.load_before(batch)
         configs, default = self.settings.target_configs(), self.settings.default_config()
         if data is None:
-            return Coordinator(self.router, configs, default), set()
+            return Coordinator(self.router, configs, default), set(), {}
         c = self.coordinator_from(data["coordinator"])
-        return c, set(data.get("applied_commands", []))
+        return c, set(data.get("applied_commands", [])), dict(data.get("topic_ids", {}))
 
     def coordinator_from(self, saved: dict[str, Any]) -> Coordinator:
         """The coordinator of a saved state (``coordinator.state.snapshot``)."""
@@ -210,7 +215,9 @@ class _Batch(WriteStep):
         obs.begin(self.batch)
         self.step("restore")
         # 1. restore
-        self.c, applied = self.p.restore(self.batch)
+        self.c, applied, saved_ids = self.p.restore(self.batch)
+        # A topic deleted and recreated since it was read stops the batch before any write.
+        self.topic_ids = self.p.topic_ids.check(self.batch, saved_ids)
         obs.lap("restore")
         schemas = {tid: s for tid, t in self.c.targets.items() if (s := t.downstream())}
         self.ex = Executor(
@@ -286,7 +293,7 @@ class _Batch(WriteStep):
         # 7. persist
         self.stats.seconds = round(time.monotonic() - started, 3)
         crash_point("before_state")
-        state = self.state_json({"applied_commands": sorted(applied)})
+        state = self.state_json({"applied_commands": sorted(applied), "topic_ids": self.topic_ids})
         self.p.store.save(self.batch, state)
         crash_point("after_state")
         self.p.store.forget_commands(applied)

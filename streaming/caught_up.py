@@ -36,7 +36,7 @@ from pyspark.sql import SparkSession
 from streaming.config import Settings, SourceSettings, anchored
 from streaming.hadoop_fs import HadoopFs, join
 
-__all__ = ["DEBEZIUM_SCHEMA_TOPICS", "CaughtUp", "offsets_log", "schema_topic_regex"]
+__all__ = ["DEBEZIUM_SCHEMA_TOPICS", "CaughtUp", "offsets_log", "schema_topic_regex", "topics_of"]
 
 log = logging.getLogger("shardmerge.caught_up")
 
@@ -172,6 +172,11 @@ def _offsets(line: str) -> dict[tuple[str, int], int]:
         if isinstance(parts, dict)
         for p, o in parts.items()
     }
+
+
+def topics_of(line: str) -> set[str]:
+    """The topics of a source's line in the offsets log."""
+    return {topic for topic, _ in _offsets(line)}
 
 
 def _name(source: SourceSettings) -> str:

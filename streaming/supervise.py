@@ -19,6 +19,8 @@ at once with :class:`JobStopped`, whose message says what the operator must do:
   the job stops instead of skipping silently;
 - the coordinator stopped at a strict conflict (it recorded the batch for
   ``shardmerge locks``);
+- a topic the job had read was deleted and recreated with as many records or more
+  (``streaming.topic_ids``);
 - the settings are refused when the query starts.
 """
 
@@ -41,6 +43,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from shardmerge.errors import ShardMergeError
 from streaming.config import RestartSettings
 from streaming.faults import storage_fault_noticed
+from streaming.topic_ids import RECREATED
 
 __all__ = ["RESTARTS", "JobStopped", "Restarts", "classify", "supervise"]
 
@@ -61,6 +64,7 @@ CONFLICT = (
     "again (the failed batch runs again, nothing is lost)"
 )
 SETTINGS = "Spark refused the query's settings: fix the configuration, then run again"
+_RECREATED_MARKS = ("RecreatedTopic",)
 
 _DATA_LOSS_MARKS = ("KAFKA_DATA_LOSS", "data may have been lost", "failOnDataLoss")
 _CONFLICT_MARKS = ("ConflictError",)
@@ -124,6 +128,8 @@ def classify(error: BaseException, *, at_start: bool) -> tuple[str, str | None]:
         return "data_loss", DATA_LOSS
     if any(mark in text for mark in _CONFLICT_MARKS):
         return "conflict", CONFLICT
+    if any(mark in text for mark in _RECREATED_MARKS):
+        return "recreated_topic", RECREATED
     if at_start and isinstance(error, AnalysisException | IllegalArgumentException):
         return "settings", SETTINGS
     if "org.apache.kafka.common.errors" in text:

@@ -12,10 +12,14 @@ the job as processes of their own. Small workloads: the machine is small and sha
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+from pyspark.errors import StreamingQueryException
 
 from devkit.faultsuite import (
     Broker,
@@ -26,6 +30,9 @@ from devkit.faultsuite import (
     case_resend_then_data_loss,
     case_storage,
 )
+from streaming.job import build_query
+from streaming.supervise import classify
+from tests.integration.test_ordering import BASE, Pipeline, ddl, row
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -84,3 +91,38 @@ def test_resent_events_are_not_duplicated_then_recreated_topics_stop_the_job(
     assert "Kafka no longer has records" in lost.state, lost.line()
     assert lost.lost == lost.duplicated == lost.invented == 0, lost.line()
     assert lost.ok, lost.line()
+
+
+def test_a_topic_recreated_with_more_records_than_were_read_stops_the_job(
+    kafka, spark, tmp_path: Path
+):
+    """Spark's source would read the new topic on from the old topic's offset (it only
+    notices offsets that go backwards): the new topic's first records would be skipped.
+    The job compares Kafka's topic ids with those it saved and stops with advice."""
+    p = Pipeline(kafka, spark, tmp_path, "optimistic")
+    create = ddl(p, "t1", BASE.format(t="t1"), BASE)
+    first = [r for i in range(3) for r in row(p, "t1", {"id": i, "a": i}, BASE)]
+    p.send([create, *first])
+    p.run()
+    assert [r["id"] for r in p.rows()] == [0, 1, 2]
+    topic = first[0].topic
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    admin.delete_topics([topic])[topic].result(30)
+    deadline = time.monotonic() + 60
+    while True:  # the deletion completes in the background
+        try:
+            admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+            break
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    p.send([r for i in range(10, 16) for r in row(p, "t1", {"id": i, "a": i}, BASE)])
+    query, _ = build_query(spark, p.settings, available_now=True)
+    with pytest.raises(StreamingQueryException) as stopped:
+        query.awaitTermination()
+    message = str(stopped.value)
+    assert "RecreatedTopic" in message and repr(topic) in message, message[:2000]
+    kind, advice = classify(stopped.value, at_start=False)
+    assert kind == "recreated_topic" and advice is not None
+    assert [r["id"] for r in p.rows()] == [0, 1, 2]  # nothing of the new topic written

@@ -89,6 +89,11 @@ def test_a_long_healthy_run_resets_the_count():
             "re-snapshot",
         ),
         ("coordinator.target.ConflictError: at column x", "conflict", "shardmerge locks"),
+        (
+            "streaming.topic_ids.RecreatedTopic: batch 3: 's1.db.t1': id A when last read",
+            "recreated_topic",
+            "new checkpoint",
+        ),
     ],
 )
 def test_permanent_errors_stop_at_once_with_what_to_do(message: str, kind: str, advice: str):
