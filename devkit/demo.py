@@ -3,7 +3,9 @@
 Starts a local Kafka broker, writes a sharded Debezium workload (8 shards of
 ``shop.orders`` by default) during which two DDLs roll out shard by shard (an ADD COLUMN,
 then a RENAME COLUMN), runs the streaming job on it, prints progress and every change of
-lock stage, and ends with a summary and the path of the Delta table to inspect.
+lock stage, and ends with a summary, the path of the Delta table to inspect and a check
+of that table against the shards' own final rows (the oracle the kill -9 test uses; exit
+status 1 when they differ). The producer is closed before the broker stops.
 
 The job's dashboard, ``/metrics`` and operator API are served while it runs (the URL is
 printed), and after the workload is done until Ctrl-C, so the rollout and the final state
@@ -83,7 +85,7 @@ def cli_main(argv: list[str]) -> int:
 
     from devkit import kafka_local
     from devkit.producer import DebeziumProducer
-    from devkit.workload import sharded_workload
+    from devkit.workload import Oracle, sharded_workload
     from streaming.job import build_query
     from streaming.ops.running import start_ops
     from streaming.spark_session import build_spark
@@ -113,12 +115,15 @@ def cli_main(argv: list[str]) -> int:
         )
         producer = DebeziumProducer(broker.bootstrap, "shop")
         events = list(sharded_workload(args.shards, args.rows, ddl_at=DDL_ROLLOUT))
+        oracle = Oracle()
+        for ev in events:
+            oracle.take(ev)
         total = {"n": 0, "done": False, "error": None}
 
         def produce() -> None:
             try:
                 total["n"] = send_paced(producer, events, args.rate)
-                producer.flush()
+                producer.close()  # flushed, and no client left to outlive the broker
             except Exception as e:
                 total["error"] = e
             total["done"] = True
@@ -156,9 +161,11 @@ def cli_main(argv: list[str]) -> int:
                     break
             if total["error"] is not None:
                 raise RuntimeError(f"the producer failed: {total['error']}")
-            _summary(
+            if args.exit:
+                query.stop()  # first, so that the summary is the last thing printed
+            same = _summary(
                 spark, settings, store, total["n"], time.time() - started,
-                dict(processor.observer.totals),
+                dict(processor.observer.totals), oracle.rows,
             )  # fmt: skip
             if not args.exit:
                 _serve(query, ops.url)
@@ -166,7 +173,7 @@ def cli_main(argv: list[str]) -> int:
             ops.stop()
             query.stop()
         spark.stop()
-    return 0
+    return 0 if same else 1
 
 
 def _serve(query: Any, url: str) -> None:
@@ -209,8 +216,11 @@ def _summary(
     produced: int,
     elapsed: float,
     totals: dict[str, int],
-) -> None:
+    oracle: dict[Any, dict[str, Any]],
+) -> bool:
+    """Prints the summary; whether the table equals the shards' final rows."""
     from coordinator.ids import TargetId
+    from devkit.killtest import compare
 
     path = settings.table_path(TargetId("shop", "orders"))
     df = spark.read.format("delta").load(path)
@@ -234,3 +244,13 @@ def _summary(
         f"held in the stash, {totals.get('replayed', 0):,} replayed (over every batch)"
     )
     say(f"  inspect         pyspark: spark.read.format('delta').load('{path}')")
+    check = compare(spark, settings.sink.path, oracle)
+    if check.ok and check.rows == check.expected:
+        say(f"  check           the table equals the shards' final rows ({check.expected:,} rows)")
+        return True
+    say(
+        f"  check           FAILED: {check.rows:,} rows against {check.expected:,} expected, "
+        f"{check.duplicated_keys} duplicated keys; missing {check.missing}, unexpected "
+        f"{check.unexpected}"
+    )
+    return False

@@ -68,35 +68,15 @@ def produce(
     ALTER of a second shard: the shard that ran the first ALTER has rows after it, and a
     pessimistic job run then holds them in its stash until the rest is produced."""
     from devkit.producer import DebeziumProducer
-    from devkit.workload import sharded_workload
-    from schemas import parse_ddl
-    from schemas.changes import AlterTable, ChangeColumn
+    from devkit.workload import Oracle, sharded_workload
 
     producer = DebeziumProducer(bootstrap, source)
-    oracle: dict[Any, dict[str, Any]] = {}
-    table_of: dict[Any, tuple[str, str]] = {}
+    oracle = Oracle()
     first_alter: tuple[str, str] | None = None
     for ev in sharded_workload(shards, rows, ddl_at=DDL, seed=7):
-        if ev.kind == "row" and ev.after is not None:
-            table_of[ev.after["id"]] = (ev.db, ev.table)
-        if ev.kind == "ddl":
-            # A rename moves the values of the shard's existing rows to the new name.
-            for change in parse_ddl(ev.statement or ""):
-                for spec in change.specs if isinstance(change, AlterTable) else ():
-                    if isinstance(spec, ChangeColumn):
-                        for key, row in oracle.items():
-                            if table_of.get(key) == (ev.db, ev.table) and spec.old_name in row:
-                                row[spec.column.name] = row.pop(spec.old_name)
+        oracle.take(ev)
         if ev.kind == "row":
             producer.row(ev.db, ev.table, ev.op, ev.before, ev.after, ev.schema)  # type: ignore[arg-type]
-            if ev.op == "d":
-                assert ev.before is not None
-                oracle.pop(ev.before["id"], None)
-            else:
-                assert ev.after is not None
-                if ev.before is not None and ev.before["id"] != ev.after["id"]:
-                    oracle.pop(ev.before["id"], None)
-                oracle[ev.after["id"]] = dict(ev.after)
         else:
             if pause is not None and (ev.statement or "").lstrip()[:5].upper() == "ALTER":
                 if first_alter is None:
@@ -106,8 +86,8 @@ def produce(
                     pause()
                     pause = None
             producer.ddl(ev.db, ev.table, ev.statement or "", ev.schema)
-    producer.flush()
-    return oracle
+    producer.close()
+    return oracle.rows
 
 
 def write_config(

@@ -114,6 +114,15 @@ class DebeziumProducer:
         if left:
             raise ProduceError(f"{left} record(s) still unsent after {timeout:.0f}s")
 
+    def close(self) -> None:
+        """Flush (:meth:`flush`), then let go of the Kafka clients: no client outlives a
+        broker its caller stops next (librdkafka would log each failed reconnect)."""
+        try:
+            self.flush()
+        finally:
+            self._producer.close()
+            self._admin = None  # librdkafka's admin handle goes with its last reference
+
     def _send(self, record: Record) -> None:
         topic, key, value, headers = record
         headers = cast(Any, headers)  # librdkafka takes (str, bytes | None) pairs

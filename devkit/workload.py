@@ -17,7 +17,7 @@ from schemas import apply, parse_create_table, parse_ddl
 from schemas.changes import AlterTable, ChangeColumn, RenameColumn
 from schemas.model import Column, TableSchema, name_key
 
-__all__ = ["BASE_TABLE_SQL", "WorkloadEvent", "shard_name", "sharded_workload"]
+__all__ = ["BASE_TABLE_SQL", "Oracle", "WorkloadEvent", "shard_name", "sharded_workload"]
 
 BASE_TABLE_SQL = (
     "CREATE TABLE {table} (id BIGINT NOT NULL AUTO_INCREMENT, user_id INT NOT NULL, "
@@ -44,6 +44,37 @@ class WorkloadEvent(NamedTuple):
     before: dict[str, Any] | None = None
     after: dict[str, Any] | None = None
     statement: str | None = None
+
+
+class Oracle:
+    """The rows a merged table must hold after a workload's events: the shards' final
+    rows by primary key (``id``), a renamed column's values under its new name."""
+
+    def __init__(self) -> None:
+        self.rows: dict[Any, dict[str, Any]] = {}
+        self._table_of: dict[Any, tuple[str, str]] = {}
+
+    def take(self, ev: WorkloadEvent) -> None:
+        if ev.kind == "ddl":
+            # A rename moves the values of the shard's existing rows to the new name.
+            for change in parse_ddl(ev.statement or ""):
+                for spec in change.specs if isinstance(change, AlterTable) else ():
+                    if isinstance(spec, ChangeColumn):
+                        for key, row in self.rows.items():
+                            table = self._table_of.get(key)
+                            if table == (ev.db, ev.table) and spec.old_name in row:
+                                row[spec.column.name] = row.pop(spec.old_name)
+            return
+        if ev.after is not None:
+            self._table_of[ev.after["id"]] = (ev.db, ev.table)
+        if ev.op == "d":
+            assert ev.before is not None
+            self.rows.pop(ev.before["id"], None)
+        else:
+            assert ev.after is not None
+            if ev.before is not None and ev.before["id"] != ev.after["id"]:
+                self.rows.pop(ev.before["id"], None)
+            self.rows[ev.after["id"]] = dict(ev.after)
 
 
 def shard_name(i: int) -> tuple[str, str]:
