@@ -478,7 +478,9 @@ class Coordinator:
                 policy=config.policy,
             )
             self.targets[tid] = t
-            out.append(CreateTarget(tid, t.downstream() or schema))
+            how = "its CREATE TABLE" if by_ddl else "its schema when it joined"
+            reason = f"{shard} is the target's first table ({how})"
+            out.append(CreateTarget(tid, t.downstream() or schema, ddl.sql, reason))
             by_ddl = False
         word = t.policy.word("create_table") if by_ddl and t.applied is not None else "forward"
         if word != "forward":

@@ -25,10 +25,17 @@ __all__ = [
 
 @dataclass(frozen=True)
 class CreateTarget:
-    """Create the downstream table (if it does not exist) with this schema."""
+    """Create the downstream table (if it does not exist) with this schema.
+
+    ``statement`` is the first shard's statement that brought the target (its CREATE
+    TABLE, a CREATE TABLE made from the schema known at start, or a RENAME TABLE);
+    ``reason`` says which shard and how (recorded with the Delta commit, as for
+    :class:`ApplyDDL`)."""
 
     target: TargetId
     schema: TableSchema
+    statement: str = ""
+    reason: str = ""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from delta.tables import DeltaTable
@@ -26,7 +26,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from coordinator.decisions import ApplyDDL
+from coordinator.decisions import ApplyDDL, CreateTarget
 from schemas.changes import (
     AddColumn,
     ChangeColumn,
@@ -127,13 +127,17 @@ class DeltaSink:
     def table(self, path: str) -> str:
         return table_at(path)
 
-    def create(self, path: str, schema: TableSchema) -> None:
-        self.spark.sql(
-            f"CREATE TABLE IF NOT EXISTS {self.table(path)} ({schema_ddl(schema)}) USING DELTA "
-            "TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
-            "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5', "
-            "'delta.enableTypeWidening' = 'true')"
-        )
+    def create(self, path: str, schema: TableSchema, decision: CreateTarget | None = None) -> None:
+        """Create the table if it does not exist; its commit records the decision's
+        statement and cause (:func:`commit_info`), as an ALTER's does."""
+        recorded = commit_info(self.spark, self._cause(decision)) if decision else nullcontext()
+        with recorded:
+            self.spark.sql(
+                f"CREATE TABLE IF NOT EXISTS {self.table(path)} ({schema_ddl(schema)}) "
+                "USING DELTA TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+                "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5', "
+                "'delta.enableTypeWidening' = 'true')"
+            )
 
     def columns(self, path: str) -> dict[str, str]:
         fields = self.spark.read.format("delta").load(path).schema.fields
@@ -156,14 +160,17 @@ class DeltaSink:
         change needs one and ``rewrite`` allows it. Raises :class:`SinkError` for a change
         Delta cannot make. Every commit it makes records the statement and its cause
         (:func:`commit_info`)."""
-        cause = {
+        with commit_info(self.spark, self._cause(decision)):
+            self._alter(path, decision, version, rewrite)
+
+    def _cause(self, decision: ApplyDDL | CreateTarget) -> dict[str, Any]:
+        """What a downstream DDL's commit records (``shardmerge history`` shows it)."""
+        return {
             "statement": decision.statement,
             "reason": decision.reason,
             "target": str(decision.target),
             "app_id": self.app_id,
         }
-        with commit_info(self.spark, cause):
-            self._alter(path, decision, version, rewrite)
 
     def _alter(
         self, path: str, decision: ApplyDDL, version: Callable[[], int], rewrite: bool

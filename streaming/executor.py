@@ -79,7 +79,7 @@ class Executor:
             i += 1
             match d:
                 case CreateTarget():
-                    self.sink.create(self.settings.table_path(d.target), d.schema)
+                    self.sink.create(self.settings.table_path(d.target), d.schema, d)
                     self.schemas[d.target] = d.schema
                 case ApplyDDL():
                     try:

@@ -124,7 +124,12 @@ def test_a_decimal_delta_cannot_widen_waits_then_is_rewritten(kafka, spark, tmp_
     config.write_text(yaml.safe_dump(p.settings.model_dump(mode="json", exclude_defaults=True)))
     assert main(["history", "--config", str(config), "shop.t", "--json"]) == 0
     commits = json.loads(capsys.readouterr().out)["commits"]
-    caused = [c for c in commits if c["cause"] is not None]
+    # The table's creation records the first shard's CREATE TABLE.
+    created = [c for c in commits if c["operation"] == "CREATE TABLE"]
+    assert len(created) == 1 and created[0]["cause"] is not None, commits
+    assert created[0]["cause"]["statement"].startswith("CREATE TABLE"), created
+    assert f"{p.source}.db.t1 is the target's first table" in created[0]["cause"]["reason"]
+    caused = [c for c in commits if c["cause"] is not None and c not in created]
     assert caused, commits
     assert all("MODIFY COLUMN `p` DECIMAL(5,3)" in c["cause"]["statement"] for c in caused)
     assert all(c["cause"]["reason"] and c["cause"]["target"] == "shop.t" for c in caused)
