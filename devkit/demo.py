@@ -245,7 +245,7 @@ def _summary(
     )
     say(f"  inspect         pyspark: spark.read.format('delta').load('{path}')")
     check = compare(spark, settings.sink.path, oracle)
-    if check.ok and check.rows == check.expected:
+    if check.ok:
         say(f"  check           the table equals the shards' final rows ({check.expected:,} rows)")
         return True
     say(

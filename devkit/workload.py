@@ -57,13 +57,18 @@ class Oracle:
     def take(self, ev: WorkloadEvent) -> None:
         if ev.kind == "ddl":
             # A rename moves the values of the shard's existing rows to the new name.
-            for change in parse_ddl(ev.statement or ""):
-                for spec in change.specs if isinstance(change, AlterTable) else ():
-                    if isinstance(spec, ChangeColumn):
-                        for key, row in self.rows.items():
-                            table = self._table_of.get(key)
-                            if table == (ev.db, ev.table) and spec.old_name in row:
-                                row[spec.column.name] = row.pop(spec.old_name)
+            renames = [
+                (spec.old_name, spec.column.name)
+                for change in parse_ddl(ev.statement or "")
+                if isinstance(change, AlterTable)
+                for spec in change.specs
+                if isinstance(spec, ChangeColumn)
+            ]
+            rows = [r for k, r in self.rows.items() if self._table_of.get(k) == (ev.db, ev.table)]
+            for old, new in renames:
+                for row in rows:
+                    if old in row:
+                        row[new] = row.pop(old)
             return
         if ev.after is not None:
             self._table_of[ev.after["id"]] = (ev.db, ev.table)

@@ -58,7 +58,7 @@ from coordinator.ids import ShardId
 from coordinator.state import restore, snapshot
 from coordinator.target import ConflictError
 from shardmerge.errors import ShardMergeError
-from streaming.caught_up import CaughtUp
+from streaming.caught_up import CaughtUp, offsets_log
 from streaming.config import Settings, SourceSettings
 from streaming.control import (
     OKEY_TYPE,
@@ -78,6 +78,7 @@ from streaming.decode import split
 from streaming.delta_sink import DeltaSink
 from streaming.executor import Executor
 from streaming.faults import crash_point
+from streaming.hadoop_fs import join
 from streaming.local_frame import local_frame
 from streaming.ops.observer import BatchObserver
 from streaming.plan import Planner
@@ -216,8 +217,11 @@ class _Batch(WriteStep):
         self.step("restore")
         # 1. restore
         self.c, applied, saved_ids = self.p.restore(self.batch)
+        # The batch's offsets as Spark logged them (read once: the topic ids and the
+        # caught-up check both use them).
+        self.logged = offsets_log(self.spark, join(self.p.settings.checkpoint, "spark"), self.batch)
         # A topic deleted and recreated since it was read stops the batch before any write.
-        self.topic_ids = self.p.topic_ids.check(self.batch, saved_ids)
+        self.topic_ids = self.p.topic_ids.check(self.batch, saved_ids, self.logged)
         obs.lap("restore")
         schemas = {tid: s for tid, t in self.c.targets.items() if (s := t.downstream())}
         self.ex = Executor(
@@ -259,7 +263,7 @@ class _Batch(WriteStep):
             rows = events.filter(f"NOT ({CONTROL})")
             # The sources read to the end of their schema-change topics: their rows that
             # need a DDL not read are dead letters (streaming.rows.no_ddl_sql).
-            self.caught = self.p.caught_up.sources(self.batch)
+            self.caught = self.p.caught_up.sources(self.batch, self.logged)
             shards, prints, self.caught_sources = first_rows(rows, read_ahead_sql(self.caught))
             obs.lap("decode")
             self.stats.decode_seconds = round(time.monotonic() - started, 3)

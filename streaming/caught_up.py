@@ -36,7 +36,14 @@ from pyspark.sql import SparkSession
 from streaming.config import Settings, SourceSettings, anchored
 from streaming.hadoop_fs import HadoopFs, join
 
-__all__ = ["DEBEZIUM_SCHEMA_TOPICS", "CaughtUp", "offsets_log", "schema_topic_regex", "topics_of"]
+__all__ = [
+    "DEBEZIUM_SCHEMA_TOPICS",
+    "CaughtUp",
+    "client_props",
+    "offsets_log",
+    "schema_topic_regex",
+    "topics_of",
+]
 
 log = logging.getLogger("shardmerge.caught_up")
 
@@ -63,12 +70,12 @@ class CaughtUp:
         self.settings = settings
         self.layout: list[bool] = [False] * len(settings.sources)  # set by build_query
 
-    def sources(self, batch: int) -> list[SourceSettings]:
-        """The configured sources caught up in ``batch`` (see the module docstring)."""
+    def sources(self, batch: int, logged: tuple[int, list[str]] | None) -> list[SourceSettings]:
+        """The configured sources caught up in ``batch`` (see the module docstring);
+        ``logged``: the batch's :func:`offsets_log` (read once per batch by its caller)."""
         known = [schema_topic_regex(s) for s in self.settings.sources]
         if not any(known):
             return []
-        logged = offsets_log(self.spark, join(self.settings.checkpoint, "spark"), batch)
         if logged is None:
             return []
         planned, lines = logged
@@ -120,13 +127,10 @@ class CaughtUp:
         # A consumer for this one request (no group, no subscription): nothing outlives
         # the batch, whatever happens to the query or the session after it.
         jvm: Any = self.spark._jvm
-        props = jvm.java.util.Properties()
-        props.setProperty("bootstrap.servers", self.settings.kafka.bootstrap)
+        props = client_props(self.spark, self.settings)
         deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
         props.setProperty("key.deserializer", deserializer)
         props.setProperty("value.deserializer", deserializer)
-        for key, secret in self.settings.kafka.options.items():
-            props.setProperty(key, secret.get_secret_value())
         consumer = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(props)
         try:
             tps = jvm.java.util.ArrayList()
@@ -136,6 +140,20 @@ class CaughtUp:
             return {(tp.topic(), int(tp.partition())): int(got.get(tp)) for tp in got.keySet()}
         finally:
             consumer.close(jvm.java.time.Duration.ZERO)
+
+
+def client_props(spark: SparkSession, settings: Settings, known: set[str] | None = None) -> Any:
+    """``java.util.Properties`` for a Kafka client in the driver's JVM, configured as Spark's
+    Kafka source is (``kafka.bootstrap``, ``kafka.options``), so any security setup that
+    reads the data works for it too; ``known``: keep only these option names (a client
+    logs a warning for each setting it does not know)."""
+    jvm: Any = spark._jvm
+    props = jvm.java.util.Properties()
+    props.setProperty("bootstrap.servers", settings.kafka.bootstrap)
+    for key, secret in settings.kafka.options.items():
+        if known is None or key in known:
+            props.setProperty(key, secret.get_secret_value())
+    return props
 
 
 def offsets_log(

@@ -30,9 +30,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from shardmerge.errors import ShardMergeError
-from streaming.caught_up import offsets_log, topics_of
+from streaming.caught_up import client_props, topics_of
 from streaming.config import Settings
-from streaming.hadoop_fs import join
 
 __all__ = ["RECREATED", "RecreatedTopic", "TopicIds", "recreated"]
 
@@ -64,11 +63,13 @@ class TopicIds:
         self.spark = spark
         self.settings = settings
 
-    def check(self, batch: int, saved: dict[str, str]) -> dict[str, str]:
-        """The ids to save with ``batch``: those of the topics in its offsets log. Raises
+    def check(
+        self, batch: int, saved: dict[str, str], logged: tuple[int, list[str]] | None
+    ) -> dict[str, str]:
+        """The ids to save with ``batch``: those of the topics in its offsets log
+        (``logged``, :func:`~streaming.caught_up.offsets_log`). Raises
         :class:`RecreatedTopic` when one of them changed since it was saved. A batch run
         without a streaming query (no offsets log) keeps ``saved``."""
-        logged = offsets_log(self.spark, join(self.settings.checkpoint, "spark"), batch)
         if logged is None:
             return saved
         topics = {t for line in logged[1] for t in topics_of(line)}
@@ -93,13 +94,8 @@ class TopicIds:
         """``{topic: id}`` of those of ``topics`` Kafka lists now."""
         # An admin client for this one request: nothing outlives the batch.
         jvm: Any = self.spark._jvm
-        admin_config = jvm.org.apache.kafka.clients.admin.AdminClientConfig
-        known = set(admin_config.configNames())
-        props = jvm.java.util.Properties()
-        props.setProperty("bootstrap.servers", self.settings.kafka.bootstrap)
-        for key, secret in self.settings.kafka.options.items():
-            if key in known:  # consumer-only settings would each log a warning
-                props.setProperty(key, secret.get_secret_value())
+        known = set(jvm.org.apache.kafka.clients.admin.AdminClientConfig.configNames())
+        props = client_props(self.spark, self.settings, known)
         admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
         try:
             seconds = jvm.java.util.concurrent.TimeUnit.SECONDS
