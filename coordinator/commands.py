@@ -35,15 +35,64 @@ class CommandError(ShardMergeError):
 
 @dataclass(frozen=True)
 class OperatorCommand:
+    """A command as a value: what the inbox stores, the batch applies and the API takes.
+    ``words()`` is its display (and scenario) form; ``parse_command`` reads it back."""
+
     target: TargetId
     action: Action
     shard: ShardId | None = None
     statements: tuple[str, ...] = ()
 
+    @classmethod
+    def of(
+        cls,
+        target: TargetId,
+        action: str,
+        shard: ShardId | None = None,
+        statements: tuple[str, ...] = (),
+    ) -> OperatorCommand:
+        """A command whose parts agree (the checks ``unlock``'s arguments get)."""
+        if action not in ACTIONS:
+            raise CommandError(f"action must be one of {', '.join(ACTIONS)}, not {action!r}")
+        if action in ("force-remove", "retry"):
+            if shard is not None or statements:
+                raise CommandError(f"{action} takes no shard and no statements")
+        elif shard is None:
+            raise CommandError(f"{action} needs the held shard (source.db.table)")
+        elif action == "replace":
+            if not statements or not all(s.strip() for s in statements):
+                raise CommandError("replace needs one or more non-empty statements")
+        elif statements:
+            raise CommandError(f"{action} takes no statements (replace does)")
+        checked: Action = action  # type: ignore[assignment]
+        return cls(target, checked, shard, tuple(statements))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": str(self.target),
+            "action": self.action,
+            "shard": str(self.shard) if self.shard is not None else None,
+            "statements": list(self.statements),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> OperatorCommand:
+        try:
+            target = TargetId.parse(str(data["target"]))
+            shard = ShardId.parse(str(data["shard"])) if data.get("shard") else None
+        except (KeyError, ValueError) as e:
+            raise CommandError(f"a stored command is malformed ({e}): {data!r}") from e
+        statements = data.get("statements") or []
+        if not isinstance(statements, list) or not all(isinstance(s, str) for s in statements):
+            raise CommandError(f"a stored command's statements are not strings: {data!r}")
+        return cls.of(target, str(data.get("action")), shard, tuple(statements))
+
     def words(self) -> str:
-        text = f"unlock {self.target}"
+        """The ``unlock ...`` words: every part quoted, so a name with a space or a quote
+        reads back as itself (``parse_command``)."""
+        text = f"unlock {shlex.quote(str(self.target))}"
         if self.shard is not None:
-            text += f" --shard {self.shard}"
+            text += f" --shard {shlex.quote(str(self.shard))}"
         if self.action == "replace":
             text += "".join(f" --replace {shlex.quote(s)}" for s in self.statements)
         elif self.action in ("force-remove", "retry"):
@@ -53,6 +102,7 @@ class OperatorCommand:
         return text
 
 
+ACTIONS = ("skip", "exec", "replace", "force-remove", "retry")
 USAGE = (
     "unlock TARGET --shard SOURCE.DB.TABLE --action skip|exec, "
     'unlock TARGET --shard SOURCE.DB.TABLE --replace "SQL", unlock TARGET --force-remove, '
@@ -129,7 +179,10 @@ def command_from_args(args: argparse.Namespace) -> OperatorCommand:
 
 def parse_command(text: str) -> OperatorCommand:
     """Parse ``unlock ...`` words (as in a scenario's ``operator`` step)."""
-    words = shlex.split(text)
+    try:
+        words = shlex.split(text)
+    except ValueError as e:  # an unbalanced quote
+        raise CommandError(f"{e} in {text!r}; expected {USAGE}") from e
     if not words or words[0] != "unlock":
         raise CommandError(f"unknown operator command {text!r}; expected {USAGE}")
     parser = _Parser(prog="unlock", add_help=False)

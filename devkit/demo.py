@@ -142,7 +142,7 @@ def cli_main(argv: list[str]) -> int:
         except OSError as e:  # the port is taken (another demo?): any free one will do
             say(f"demo: port {args.port} is not free ({e}); the dashboard takes another")
             ops = start_ops(spark, processor, query, OpsSettings(port=0))
-        say(f"demo: dashboard {ops.url}  (metrics {ops.url}metrics)")
+        say(f"demo: dashboard {ops.page}  (metrics {ops.url}metrics)")
         store = StateStore(spark, settings.checkpoint)
         last_batch, last_stage, idle = -1, None, 0
         try:
@@ -168,7 +168,7 @@ def cli_main(argv: list[str]) -> int:
                 dict(processor.observer.totals), oracle.rows,
             )  # fmt: skip
             if not args.exit:
-                _serve(query, ops.url)
+                _serve(query, ops.page)
         finally:
             ops.stop()
             query.stop()

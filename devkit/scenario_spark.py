@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from coordinator.commands import parse_command
 from coordinator.ids import ShardId, TargetId
 from coordinator.scenario.model import Scenario, Step
 from coordinator.scenario.observe import Observation, check, sorted_rows
@@ -321,7 +322,7 @@ class _Run:
             if self.error is not None:
                 return
             words = self.names.words(step.operator)
-            StateStore(self.s.spark, self.settings.checkpoint).submit(words)
+            StateStore(self.s.spark, self.settings.checkpoint).submit(parse_command(words))
             self.heartbeat()
             return
         if kind == "expect":

@@ -52,7 +52,6 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from coordinator.commands import parse_command
 from coordinator.coordinator import Coordinator, UnknownShardError
 from coordinator.ids import ShardId
 from coordinator.state import restore, snapshot
@@ -85,7 +84,7 @@ from streaming.plan import Planner
 from streaming.quoting import check_session
 from streaming.rows import read_ahead_sql
 from streaming.stash import Stash, append
-from streaming.state_store import StateStore
+from streaming.state_store import StateStore, command_of
 from streaming.topic_ids import TopicIds
 from streaming.writer import WriteStep
 
@@ -236,7 +235,7 @@ class _Batch(WriteStep):
             # on. Only the sink work of a command it took can fail the batch.
             before = snapshot(self.c)
             try:
-                decisions = self.c.command(parse_command(cmd["words"]))
+                decisions = self.c.command(command_of(cmd))
             except (ShardMergeError, ValueError) as e:
                 self.c = self.ex.c = self.p.coordinator_from(before)
                 self.stats.command_errors.append(f"{cmd['words']}: {e}")

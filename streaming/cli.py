@@ -119,7 +119,7 @@ def _unlock(args: argparse.Namespace) -> int:
         # command error at the next batch. exit 2, as for words that do not parse.
         print(f"refused: {printable(why)}", file=sys.stderr)
         return 2
-    command_id = store.submit(command.words())
+    command_id = store.submit(command)
     print(
         f"queued {printable(command.words())!r} ({command_id}); "
         "it takes effect at the next micro-batch"

@@ -214,6 +214,12 @@ class OpsSettings(_Frozen):
         description="a local file holding the token (a mounted secret), instead of token; "
         "read at start (env SHARDMERGE__OPS__TOKEN_FILE)",
     )
+    generated_token_file: str | None = Field(
+        None,
+        description="with no token configured, the job makes one at start (every POST needs "
+        "it) and writes it to this local file, mode 0600; default "
+        "~/.shardmerge/ops-token-<port> (env SHARDMERGE__OPS__GENERATED_TOKEN_FILE)",
+    )
 
     @model_validator(mode="before")
     @classmethod

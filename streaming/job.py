@@ -298,7 +298,7 @@ def run(
             from streaming.ops.running import start_ops
 
             ops = start_ops(spark, processor, query)
-            log.info("dashboard: %s  metrics: %smetrics", ops.url, ops.url)
+            log.info("metrics: %smetrics", ops.url)
         return query
 
     try:

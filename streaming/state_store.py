@@ -40,6 +40,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from coordinator.commands import OperatorCommand, parse_command
 from shardmerge.errors import ShardMergeError
 from streaming.hadoop_fs import HadoopFs, join
 from streaming.local_fs import LocalFs, local_path
@@ -218,17 +219,20 @@ class StateStore:
 
     # --- operator commands ---------------------------------------------------------------
 
-    def submit(self, words: str) -> str:
+    def submit(self, command: OperatorCommand) -> str:
+        """Queue ``command``: stored as its value (``command``), with its words for
+        display; a batch reads the value (``command_of``)."""
         command_id = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
-        self._put("commands", command_id, {"id": command_id, "words": words})
+        record = {"id": command_id, "command": command.to_json(), "words": command.words()}
+        self._put("commands", command_id, record)
         return command_id
 
-    def inbox(self) -> list[dict[str, str]]:
+    def inbox(self) -> list[dict[str, Any]]:
         """The queued commands, oldest first, less those withdrawn."""
         cancelled = self.cancelled()
         return [c for c in self._queued() if c["id"] not in cancelled]
 
-    def _queued(self) -> list[dict[str, str]]:
+    def _queued(self) -> list[dict[str, Any]]:
         committed, _ = self._names("commands")
         return [self._get("commands", name) for name in committed]
 
@@ -251,14 +255,14 @@ class StateStore:
             self._put("cancelled", command_id, {"id": command_id})
         return None
 
-    def intent(self, batch: int, applied: set[str]) -> list[dict[str, str]]:
+    def intent(self, batch: int, applied: set[str]) -> list[dict[str, Any]]:
         """The commands batch ``batch`` applies: fixed the first time the batch runs, less
         those withdrawn since (``cancel``)."""
         prefix = f"{batch:012d}"
         committed, _ = self._names("intent")
         mine = [n for n in committed if n.startswith(prefix + "-")]
         if mine:
-            fixed: list[dict[str, str]] = self._get("intent", mine[0])
+            fixed: list[dict[str, Any]] = self._get("intent", mine[0])
             cancelled = self.cancelled()
             return [c for c in fixed if c["id"] not in cancelled]
         chosen = [c for c in self.inbox() if c["id"] not in applied]
@@ -272,3 +276,11 @@ class StateStore:
         for c in self._queued():
             if c["id"] in applied or c["id"] in cancelled:
                 self._drop("commands", c["id"])
+
+
+def command_of(record: dict[str, Any]) -> OperatorCommand:
+    """The command an inbox or intent record holds: its value, or (a record queued before
+    commands were stored as values) its words."""
+    if "command" in record:
+        return OperatorCommand.from_json(record["command"])
+    return parse_command(str(record["words"]))

@@ -26,6 +26,11 @@ class Ops:
     def url(self) -> str:
         return self.server.url
 
+    @property
+    def page(self) -> str:
+        """The dashboard's address (with a generated token in its fragment)."""
+        return self.server.page
+
     def stop(self) -> None:
         self.server.stop()
         self.counts.stop()

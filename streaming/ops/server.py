@@ -1,9 +1,10 @@
 """The driver's HTTP server: ``/metrics``, the dashboard and the JSON operator API.
 
-Routes (every one behind the token when a token is set):
+Routes:
 
+- ``GET /``, ``GET /static/<file>``: the dashboard (files vendored in the package). Never
+  behind the token: they hold no data, and the page must load to ask for it.
 - ``GET /metrics``: Prometheus exposition format.
-- ``GET /``, ``GET /static/<file>``: the dashboard (files vendored in the package).
 - ``GET /api/locks``, ``/api/shards``, ``/api/progress``, ``/api/dead-letters``,
   ``/api/commands`` (the commands queued for the next micro-batch).
 - ``POST /api/commands`` with ``{"target", "action", "shard"?, "statements"?}``: an
@@ -12,35 +13,52 @@ Routes (every one behind the token when a token is set):
 - ``POST /api/commands/cancel`` with ``{"id"}``: withdraws a queued command (as
   ``shardmerge unlock --cancel``); 404 when no such command is queued.
 
-Security: binds 127.0.0.1 by default; another address needs ``ops.token`` (the settings
-refuse it otherwise). With a token, a request without ``Authorization: Bearer <token>``
-gets 401 (a GET may give it as ``?token=`` instead, so a browser can open the page).
-Commands are POST only, with a JSON body; a POST from another origin is refused (403);
-no CORS header is ever sent, so other sites' scripts cannot read the answers. Without a
-token, the Host header must name a loopback address (no DNS rebinding).
+Security (docs/operations.md, "Security"): binds 127.0.0.1 by default; another address
+needs ``ops.token``. With a configured token every request but the page's own files needs
+``Authorization: Bearer <token>`` (never a query parameter: the page takes the token from
+its URL's fragment, which no browser sends). Without one, the server makes a token at
+start, writes it to a 0600 file and logs the page's URL with it in the fragment; GETs on
+loopback need no token, every POST needs that one, so no other local process can queue a
+command without reading the owner's file. Without a configured token the Host header must
+name a loopback address (no DNS rebinding). Commands are POST only, with a JSON body; a
+POST from another origin is refused (403); no CORS header is ever sent.
+
+The server is waitress (pure Python): a fixed pool of worker threads, idle connections
+kept on one I/O thread and closed after ``IDLE_TIMEOUT_S``, at most
+``CONNECTION_LIMIT`` open connections, strict request parsing (a malformed request line
+or ``Content-Length`` is answered 400 by waitress and logged here as one line).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import logging
+import os
+import secrets
+import socket
 import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import CollectorRegistry
+from waitress.channel import HTTPChannel
+from waitress.server import create_server
+from waitress.task import ErrorTask
 
-from coordinator.commands import CommandError, OperatorCommand, parse_command, refusal
+from coordinator.commands import CommandError, OperatorCommand, refusal
 from coordinator.ids import ShardId, TargetId
+from shardmerge.printable import printable
 from streaming.config import LOOPBACK, OpsSettings
-from streaming.ops.views import Views
 
-__all__ = ["OpsServer"]
+__all__ = ["OpsServer", "command_from_json"]
 
 log = logging.getLogger("shardmerge.ops")
 
@@ -60,6 +78,13 @@ HEADERS = {
     "frame-ancestors 'none'; form-action 'none'",
 }
 MAX_BODY = 64 * 1024
+MAX_HEADERS = 16 * 1024
+THREADS = 4
+CONNECTION_LIMIT = 64
+IDLE_TIMEOUT_S = 30
+CACHE_S = 1.0
+
+Answer = tuple[HTTPStatus, str, bytes]
 
 
 class ApiError(Exception):
@@ -72,147 +97,251 @@ class ApiError(Exception):
 
 
 def command_from_json(body: dict[str, Any]) -> OperatorCommand:
-    """An operator command from the API's JSON, checked by the CLI's own parser."""
+    """An operator command from the API's JSON: each field is a value, never words."""
+    unknown = set(body) - {"target", "action", "shard", "statements"}
+    if unknown:
+        raise CommandError(f"unknown field(s) {', '.join(sorted(map(repr, unknown)))}")
     action = body.get("action")
     if action not in ACTIONS:
         raise CommandError(f"action must be one of {', '.join(ACTIONS)}, not {action!r}")
+    for field in ("target", "shard"):
+        if body.get(field) is not None and not isinstance(body[field], str):
+            raise CommandError(f"{field} must be a string")
+    statements = body.get("statements") or []
+    if not isinstance(statements, list) or not all(isinstance(s, str) for s in statements):
+        raise CommandError("statements must be a list of SQL strings")
     try:
-        target = TargetId.parse(str(body.get("target", "")))
-        shard = ShardId.parse(str(body["shard"])) if body.get("shard") else None
+        return OperatorCommand.of(
+            TargetId.parse(body.get("target") or ""),
+            action,
+            ShardId.parse(body["shard"]) if body.get("shard") else None,
+            tuple(statements),
+        )
     except ValueError as e:
         raise CommandError(str(e)) from e
-    statements = body.get("statements") or ()
-    if not isinstance(statements, list | tuple) or not all(isinstance(s, str) for s in statements):
-        raise CommandError("statements must be a list of SQL strings")
-    command = OperatorCommand(target, action, shard, tuple(statements))
-    return parse_command(command.words())  # the same checks as `shardmerge unlock`
+
+
+def token_path(settings: OpsSettings, port: int) -> str:
+    """Where a generated token is written: ``ops.generated_token_file``, or
+    ``~/.shardmerge/ops-token-<port>``."""
+    if settings.generated_token_file:
+        return settings.generated_token_file
+    return os.path.join(os.path.expanduser("~"), ".shardmerge", f"ops-token-{port}")
+
+
+def _write_secret(path: str, text: str) -> None:
+    """``text`` into a new file only its owner can read (a local path, not a data URI)."""
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    tmp = f"{path}.{uuid.uuid4().hex[:8]}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text + "\n")
+    os.replace(tmp, path)
+
+
+class _Refused(ErrorTask):
+    """waitress's answer to a request it cannot parse (400, 413, 431...), logged once."""
+
+    def execute(self) -> None:
+        request: Any = self.request
+        error: Any = request.error  # a waitress.utilities.Error: code, reason, body
+        peer = self.channel.addr[0] if self.channel.addr else "?"
+        log.warning(
+            "ops: refused a malformed request from %s: %s %s (%s)",
+            peer,
+            error.code,
+            error.reason,
+            printable(error.body),
+        )
+        super().execute()
+
+
+class _Channel(HTTPChannel):
+    error_task_class = _Refused
+
+
+def _listen(bind: str, port: int) -> socket.socket:
+    """A listening socket on ``bind`` (an IPv4 or IPv6 address, or a name)."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        bind, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class OpsServer:
-    def __init__(self, settings: OpsSettings, views: Views, registry: CollectorRegistry) -> None:
+    def __init__(self, settings: OpsSettings, views: Any, registry: CollectorRegistry) -> None:
         self.settings = settings
         self.views = views
         self.registry = registry
-        token = settings.token.get_secret_value() if settings.token else ""
-        self.token = token.encode() if token else None
-        self.httpd = ThreadingHTTPServer((settings.bind, settings.port), self._handler())
-        self.httpd.daemon_threads = True
+        sock = _listen(settings.bind, settings.port)
+        self.address: tuple[str, int] = tuple(sock.getsockname()[:2])
+        configured = settings.token.get_secret_value() if settings.token else ""
+        self.generated = not configured
+        self.token_file: str | None = None
+        if configured:
+            token = configured
+        else:
+            token = secrets.token_urlsafe(32)
+            self.token_file = token_path(settings, self.address[1])
+            try:
+                _write_secret(self.token_file, token)
+            except OSError as e:
+                log.error(
+                    "ops: the generated token could not be written to %s (%s); it is only "
+                    "in the page address logged below",
+                    self.token_file,
+                    e.strerror,
+                )
+                self.token_file = None
+        self.token = token.encode()
+        self._cache: dict[str, tuple[float, Answer]] = {}
+        self._cache_lock = threading.Lock()
+        self.httpd = create_server(
+            self.app,
+            sockets=[sock],
+            threads=THREADS,
+            connection_limit=CONNECTION_LIMIT,
+            channel_timeout=IDLE_TIMEOUT_S,
+            cleanup_interval=max(1, IDLE_TIMEOUT_S // 2),
+            max_request_body_size=MAX_BODY,
+            max_request_header_size=MAX_HEADERS,
+            expose_tracebacks=False,
+            ident="shardmerge",
+            asyncore_use_poll=True,
+        )
+        self.httpd.channel_class = _Channel  # type: ignore[union-attr]  # one socket
         self._thread = threading.Thread(
-            target=self.httpd.serve_forever, name="shardmerge-ops-http", daemon=True
+            target=self.httpd.run, name="shardmerge-ops-http", daemon=True
         )
 
     @property
     def url(self) -> str:
-        address = self.httpd.server_address  # (host, port[, ...]) for an IP socket
-        host, port = str(address[0]), int(address[1])
-        shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+        """The server's base URL (``/metrics`` and the API are below it)."""
+        host, port = self.address
+        shown = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
         shown = f"[{shown}]" if ":" in shown else shown
         return f"http://{shown}:{port}/"
 
+    @property
+    def page(self) -> str:
+        """The dashboard's URL; with a generated token, the token in its fragment (never
+        sent to a server; the page keeps it for its own requests)."""
+        return f"{self.url}#token={self.token.decode()}" if self.generated else self.url
+
     def start(self) -> OpsServer:
         self._thread.start()
-        log.info("dashboard and /metrics on %s", self.url)
+        if self.generated:
+            where = f"; also in {self.token_file} (0600)" if self.token_file else ""
+            log.info("dashboard on %s (commands need this token%s)", self.page, where)
+        else:
+            log.info("dashboard and /metrics on %s", self.url)
         return self
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        from waitress import wasyncore
+
+        server: Any = self.httpd
+        wasyncore.close_all(server._map)
+        server.task_dispatcher.shutdown(timeout=5)
         self._thread.join(timeout=10)
+        if self.token_file:
+            with contextlib.suppress(FileNotFoundError):  # removed by hand already
+                os.remove(self.token_file)
 
-    # --- request handling ----------------------------------------------------------------
+    # --- the WSGI application --------------------------------------------------------------
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
+    def app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        method = environ["REQUEST_METHOD"]
+        path = environ.get("PATH_INFO") or "/"
+        extra: dict[str, str] = {}
+        try:
+            status, ctype, body = self.route(environ, method, path)
+        except ApiError as e:
+            status, ctype, extra = e.status, "application/json", e.headers
+            body = json.dumps({"error": str(e)}).encode()
+        except CommandError as e:
+            status, ctype = HTTPStatus.BAD_REQUEST, "application/json"
+            body = json.dumps({"error": str(e)}).encode()
+        except Exception:
+            # A bug or an unreadable state file: the log gets the stack under an id, the
+            # caller only the id; the job itself is not affected.
+            incident = uuid.uuid4().hex[:12]
+            log.exception("ops: %s %s failed (incident %s)", method, printable(path), incident)
+            status, ctype = HTTPStatus.INTERNAL_SERVER_ERROR, "application/json"
+            body = json.dumps({"error": f"internal error, see the job's log: {incident}"}).encode()
+        log.debug("ops: %s %s %s %d", environ.get("REMOTE_ADDR"), method, printable(path), status)
+        headers = [("Content-Type", ctype), ("Content-Length", str(len(body)))]
+        headers += list({**HEADERS, **extra}.items())
+        start_response(f"{status.value} {status.phrase}", headers)
+        return [b"" if method == "HEAD" else body]
 
-        class Handler(BaseHTTPRequestHandler):
-            server_version = "shardmerge"
-            sys_version = ""
+    def route(self, environ: dict[str, Any], method: str, path: str) -> Answer:
+        self._loopback_host(environ)
+        if method not in ("GET", "POST"):
+            raise ApiError(HTTPStatus.METHOD_NOT_ALLOWED, "GET or POST only", Allow="GET, POST")
+        if method == "GET" and (path in ("/", "/index.html") or path.startswith("/static/")):
+            return self.static(path)
+        self.authorize(environ, method)
+        if method == "GET":
+            return self.cached(path)
+        return self.post(environ, path)
 
-            def log_message(self, format: str, *args: Any) -> None:
-                log.debug("%s " + format, self.address_string(), *args)
-
-            def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-                # The path only: a query may hold the token.
-                where = urlsplit(self.path).path
-                log.debug("%s %s %s %s", self.address_string(), self.command, where, code)
-
-            def do_GET(self) -> None:
-                self._answer(lambda: server.get(self))
-
-            def do_POST(self) -> None:
-                self._answer(lambda: server.post(self))
-
-            def do_PUT(self) -> None:
-                self._answer(server.not_allowed)
-
-            do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = do_PUT
-
-            def _answer(self, route: Any) -> None:
-                try:
-                    server.authorize(self)
-                    status, ctype, body = route()
-                except ApiError as e:
-                    status, ctype = e.status, "application/json"
-                    body = json.dumps({"error": str(e)}).encode()
-                    extra = e.headers
-                except CommandError as e:
-                    status, ctype = HTTPStatus.BAD_REQUEST, "application/json"
-                    body = json.dumps({"error": str(e)}).encode()
-                    extra = {}
-                except Exception as e:
-                    # A bug or an unreadable state file: the caller gets a 500 naming it,
-                    # the log gets the stack; the job itself is not affected.
-                    log.exception("%s %s failed", self.command, urlsplit(self.path).path)
-                    status, ctype = HTTPStatus.INTERNAL_SERVER_ERROR, "application/json"
-                    body = json.dumps({"error": f"{type(e).__name__}: {e}"}).encode()
-                    extra = {}
-                else:
-                    extra = {}
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in {**HEADERS, **extra}.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(body)
-
-        return Handler
-
-    def authorize(self, h: BaseHTTPRequestHandler) -> None:
-        if self.token is None:
-            host = (h.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]")
+    def _loopback_host(self, environ: dict[str, Any]) -> None:
+        if self.generated:  # no configured token: loopback only, by name too
+            host = (environ.get("HTTP_HOST") or "").rsplit(":", 1)[0].strip("[]")
             if host not in LOOPBACK:
                 raise ApiError(HTTPStatus.FORBIDDEN, f"host {host!r} is not a loopback name")
-            return
-        given = ""
-        auth = h.headers.get("Authorization") or ""
-        if auth.startswith("Bearer "):
-            given = auth[len("Bearer ") :].strip()
-        elif h.command == "GET":
-            given = parse_qs(urlsplit(h.path).query).get("token", [""])[0]
+
+    def authorize(self, environ: dict[str, Any], method: str) -> None:
+        if self.generated and method == "GET":
+            return  # reads on loopback; every write needs the generated token
+        auth = environ.get("HTTP_AUTHORIZATION") or ""
+        given = auth[len("Bearer ") :].strip() if auth.startswith("Bearer ") else ""
         if not hmac.compare_digest(given.encode(), self.token):
             raise ApiError(
-                HTTPStatus.UNAUTHORIZED, "a bearer token is required", **{
-                    "WWW-Authenticate": 'Bearer realm="shardmerge"'
-                }
-            )  # fmt: skip
+                HTTPStatus.UNAUTHORIZED,
+                "a bearer token is required (open the page at the address the job logged, "
+                "or send Authorization: Bearer <token>)",
+                **{"WWW-Authenticate": 'Bearer realm="shardmerge"'},
+            )
 
-    def not_allowed(self) -> tuple[HTTPStatus, str, bytes]:
-        raise ApiError(HTTPStatus.METHOD_NOT_ALLOWED, "GET or POST only", Allow="GET, POST")
+    def static(self, path: str) -> Answer:
+        name = path[len("/static/") :] if path.startswith("/static/") else "index.html"
+        if name not in STATIC:
+            raise ApiError(HTTPStatus.NOT_FOUND, f"no file {name!r}")
+        data = resources.files("streaming.ops").joinpath("dashboard", name).read_bytes()
+        return HTTPStatus.OK, STATIC[name], data
 
-    def get(self, h: BaseHTTPRequestHandler) -> tuple[HTTPStatus, str, bytes]:
-        path = urlsplit(h.path).path
+    def cached(self, path: str) -> Answer:
+        """A GET's answer, computed at most once a second per path (many open dashboards
+        and a scraper cost the driver one computation)."""
+        now = time.monotonic()
+        with self._cache_lock:
+            hit = self._cache.get(path)
+            if hit is not None and now - hit[0] < CACHE_S:
+                return hit[1]
+        answer = self.get(path)
+        with self._cache_lock:
+            self._cache[path] = (now, answer)
+        return answer
+
+    def get(self, path: str) -> Answer:
         if path == "/metrics":
             return HTTPStatus.OK, CONTENT_TYPE_LATEST, generate_latest(self.registry)
-        if path in ("/", "/index.html") or path.startswith("/static/"):
-            name = "index.html" if not path.startswith("/static/") else path[len("/static/") :]
-            if name not in STATIC:
-                raise ApiError(HTTPStatus.NOT_FOUND, f"no file {name!r}")
-            data = resources.files("streaming.ops").joinpath("dashboard", name).read_bytes()
-            return HTTPStatus.OK, STATIC[name], data
-        if path.startswith("/api/") and path[len("/api/") :] in API:
-            which = path[len("/api/") :]
+        which = path[len("/api/") :] if path.startswith("/api/") else None
+        if which in API:
             view: Any
             if which == "commands":
                 view = {"waiting": self.views.store.inbox()}
@@ -221,8 +350,7 @@ class OpsServer:
             return HTTPStatus.OK, "application/json", json.dumps(view, default=str).encode()
         raise ApiError(HTTPStatus.NOT_FOUND, f"no such page {path!r}")
 
-    def post(self, h: BaseHTTPRequestHandler) -> tuple[HTTPStatus, str, bytes]:
-        path = urlsplit(h.path).path
+    def post(self, environ: dict[str, Any], path: str) -> Answer:
         if path not in ("/api/commands", "/api/commands/cancel"):
             if path.startswith("/api/") or path in ("/", "/metrics"):
                 raise ApiError(
@@ -231,9 +359,10 @@ class OpsServer:
                     Allow="GET",
                 )
             raise ApiError(HTTPStatus.NOT_FOUND, f"no such page {path!r}")
-        body = self._json_body(h)
+        body = self._json_body(environ)
+        peer = environ.get("REMOTE_ADDR", "?")
         if path == "/api/commands/cancel":
-            return self._cancel(h, body)
+            return self._cancel(peer, body)
         command = command_from_json(body)
         known = {t["target"] for t in self.views.locks()["targets"]}
         if str(command.target) not in known:
@@ -242,33 +371,35 @@ class OpsServer:
         why = refusal(command, latest[1]["locks"]) if latest is not None else None
         if why is not None:  # a shard not held, a replacement for another table, ...
             raise ApiError(HTTPStatus.BAD_REQUEST, why)
+        command_id = self.views.store.submit(command)
         words = command.words()
-        command_id = self.views.store.submit(words)
-        log.info("operator command queued from %s: %s (%s)", h.address_string(), words, command_id)
+        log.info("operator command queued from %s: %s (%s)", peer, printable(words), command_id)
+        self._forget()
         answer = {"id": command_id, "words": words, "applies": "at the next micro-batch"}
         return HTTPStatus.ACCEPTED, "application/json", json.dumps(answer).encode()
 
-    def _json_body(self, h: BaseHTTPRequestHandler) -> dict[str, Any]:
-        """The POST's JSON object, from the page's own origin."""
-        origin = h.headers.get("Origin")
-        if origin is not None and urlsplit(origin).netloc != h.headers.get("Host"):
+    def _forget(self) -> None:
+        with self._cache_lock:
+            self._cache.clear()
+
+    def _json_body(self, environ: dict[str, Any]) -> dict[str, Any]:
+        """The POST's JSON object, from the page's own origin (waitress already refused a
+        body over ``MAX_BODY`` and a malformed ``Content-Length``)."""
+        origin = environ.get("HTTP_ORIGIN")
+        if origin is not None and urlsplit(origin).netloc != environ.get("HTTP_HOST"):
             raise ApiError(HTTPStatus.FORBIDDEN, f"a command from origin {origin!r} is refused")
-        if (h.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
+        if (environ.get("CONTENT_TYPE") or "").split(";")[0].strip() != "application/json":
             raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "send the command as JSON")
-        length = int(h.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "the command is too long")
+        length = int(environ.get("CONTENT_LENGTH") or 0)
         try:
-            body = json.loads(h.rfile.read(length) or b"null")
+            body = json.loads(environ["wsgi.input"].read(length) or b"null")
         except ValueError as e:
             raise ApiError(HTTPStatus.BAD_REQUEST, f"not JSON: {e}") from e
         if not isinstance(body, dict):
             raise ApiError(HTTPStatus.BAD_REQUEST, "send a JSON object {target, action, ...}")
         return body
 
-    def _cancel(
-        self, h: BaseHTTPRequestHandler, body: dict[str, Any]
-    ) -> tuple[HTTPStatus, str, bytes]:
+    def _cancel(self, peer: str, body: dict[str, Any]) -> Answer:
         """Withdraw a queued command (``shardmerge unlock --cancel ID``)."""
         command_id = body.get("id")
         if not isinstance(command_id, str) or set(body) != {"id"}:
@@ -276,6 +407,7 @@ class OpsServer:
         why = self.views.store.cancel(command_id)
         if why is not None:
             raise ApiError(HTTPStatus.NOT_FOUND, why)
-        log.info("operator command %s withdrawn from %s", command_id, h.address_string())
+        log.info("operator command %s withdrawn from %s", printable(command_id), peer)
+        self._forget()
         answer = {"id": command_id, "withdrawn": True}
         return HTTPStatus.OK, "application/json", json.dumps(answer).encode()

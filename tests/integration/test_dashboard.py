@@ -180,14 +180,15 @@ def test_rollout_skip_and_metrics_in_a_real_browser(
             "sink": {"path": str(tmp_path / "lake")},
             "checkpoint": str(tmp_path / "checkpoint"),
             "trigger_interval": "1 second",
-            "ops": {"port": 0},
+            "ops": {"port": 0, "generated_token_file": str(tmp_path / "ops-token")},
         }
     )
     query, processor = build_query(spark, settings)
     ops = start_ops(spark, processor, query)
     QUERY[:] = [query]
     try:
-        browser.get(ops.url)
+        browser.get(ops.page)  # the generated token in the fragment: the page's skip is a POST
+        assert "token" not in browser.current_url  # taken out of the address bar
         run_the_rollout(browser, up, ops.url, tables)
         check_metrics(spark, settings, ops.url, up)
     finally:
@@ -338,16 +339,17 @@ def test_the_replace_dialog_sends_one_statement_per_box(browser, spark, tmp_path
     from streaming.ops.observer import BatchObserver
     from streaming.ops.server import OpsServer
     from streaming.ops.views import Views
-    from tests.integration.test_ops_api import job_state, settings
+    from streaming.state_store import command_of
+    from tests.integration.test_ops_api import TOKEN, job_state, settings
 
-    s = settings(tmp_path)
+    s = settings(tmp_path, token=TOKEN)  # every API request needs it: the page sends it
     observer = BatchObserver()
     store = StateStore(spark, s.checkpoint)
     job_state(store, s, observer)  # shards orders_0 and orders_1 held on an ADD COLUMN
     views = Views(s, store, observer)
     server = OpsServer(s.ops, views, registry_for(views)).start()
     try:
-        browser.get(server.url)
+        browser.get(f"{server.url}#token={TOKEN}")
         replace = 'tr[data-shard="s1.shop.orders_0"] button[data-action="replace"]'
         WebDriverWait(browser, 60).until(
             lambda d: d.execute_script(f"return document.querySelector('{replace}') !== null")
@@ -371,6 +373,7 @@ def test_the_replace_dialog_sends_one_statement_per_box(browser, spark, tmp_path
     finally:
         server.stop()
     (queued,) = store.inbox()
-    command = parse_command(queued["words"])
+    command = command_of(queued)
+    assert parse_command(queued["words"]) == command
     assert command.action == "replace" and str(command.shard) == "s1.shop.orders_0"
     assert command.statements == (first, second)

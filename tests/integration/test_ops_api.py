@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import re
+import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +26,7 @@ from streaming.batch import _lock_json
 from streaming.config import ConfigError, Settings, load_settings
 from streaming.ops.metrics import registry_for
 from streaming.ops.observer import BatchObserver, ddl_kind
-from streaming.ops.server import OpsServer, command_from_json
+from streaming.ops.server import MAX_BODY, THREADS, OpsServer, command_from_json
 from streaming.ops.views import Views, lag_by_partition
 from streaming.state_store import StateStore
 
@@ -72,6 +76,8 @@ def serve(tmp_path: Path, spark):
     servers = []
 
     def start(**ops) -> tuple[OpsServer, Settings, BatchObserver]:
+        if "token" not in ops:
+            ops.setdefault("generated_token_file", str(tmp_path / "secret" / "ops-token"))
         s = settings(tmp_path, **ops)
         observer = BatchObserver()
         store = StateStore(spark, s.checkpoint)
@@ -86,20 +92,24 @@ def serve(tmp_path: Path, spark):
         server.stop()
 
 
-def call(server: OpsServer, method: str, path: str, body=None, headers=None):
-    host, port = server.httpd.server_address[:2]
+def call(server: OpsServer, method: str, path: str, body=None, headers=None, *, auth=True):
+    """One request; a POST to a server with a generated token carries it unless ``auth``
+    is false (as the page does, from its URL's fragment)."""
+    host, port = server.address
     conn = http.client.HTTPConnection(host, port, timeout=10)
     data = None if body is None else json.dumps(body).encode()
+    bearer = {"Authorization": f"Bearer {server.token.decode()}"}
     hdrs = {
         "Host": f"127.0.0.1:{port}",
         **({"Content-Type": "application/json"} if body is not None else {}),
+        **(bearer if auth and server.generated and method == "POST" else {}),
         **(headers or {}),
     }
     conn.request(method, path, body=data, headers=hdrs)
     r = conn.getresponse()
     raw = r.read()
     conn.close()
-    return r.status, dict(r.getheaders()), raw
+    return r.status, r.headers, raw  # case-insensitive names
 
 
 def test_locks_show_the_rollout_held_shards_and_each_shards_difference(serve):
@@ -131,18 +141,41 @@ def test_without_a_token_on_loopback_other_host_names_are_refused(serve):
     assert status == 403
 
 
-def test_with_a_token_every_request_needs_it(serve):
+def test_with_a_token_every_request_but_the_pages_files_needs_it(serve):
     server, _, _ = serve(token=TOKEN)
-    for path in ("/", "/metrics", "/api/locks", "/api/progress", "/static/app.js"):
+    assert not server.generated and server.page == server.url  # never logged
+    for path in ("/metrics", "/api/locks", "/api/progress"):
         status, headers, _ = call(server, "GET", path)
         assert status == 401, path
         assert headers["WWW-Authenticate"].startswith("Bearer")
         assert call(server, "GET", path, headers={"Authorization": "Bearer wrong"})[0] == 401
         assert call(server, "GET", path, headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
-    assert call(server, "GET", f"/api/locks?token={TOKEN}")[0] == 200
+        assert call(server, "GET", f"{path}?token={TOKEN}")[0] == 401  # never in a URL
+    for path in ("/", "/static/app.js", "/static/app.css"):  # the page loads, then asks
+        assert call(server, "GET", path)[0] == 200, path
     command = {"target": "shop.orders", "action": "force-remove"}
     assert call(server, "POST", "/api/commands", command)[0] == 401
-    assert call(server, "POST", f"/api/commands?token={TOKEN}", command)[0] == 401  # header only
+    assert call(server, "POST", f"/api/commands?token={TOKEN}", command)[0] == 401
+    ok = call(server, "POST", "/api/commands", command, {"Authorization": f"Bearer {TOKEN}"})
+    assert ok[0] == 202, ok
+
+
+def test_without_a_token_one_is_generated_and_every_post_needs_it(serve, tmp_path: Path):
+    server, _, _ = serve()
+    assert server.generated and len(server.token) >= 32
+    secret = tmp_path / "secret" / "ops-token"
+    assert secret.read_text().strip() == server.token.decode()
+    assert secret.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "secret").stat().st_mode & 0o777 == 0o700
+    assert server.page == f"{server.url}#token={server.token.decode()}"
+    assert call(server, "GET", "/api/locks")[0] == 200  # reads on loopback need none
+    command = {"target": "shop.orders", "action": "force-remove"}
+    assert call(server, "POST", "/api/commands", command, auth=False)[0] == 401
+    wrong = {"Authorization": "Bearer " + "x" * 43}
+    assert call(server, "POST", "/api/commands", command, wrong)[0] == 401
+    assert call(server, "POST", "/api/commands", command)[0] == 202
+    server.stop()
+    assert not secret.exists()  # a token that no server takes is not left behind
 
 
 def test_any_address_but_loopback_requires_a_token(tmp_path: Path):
@@ -185,7 +218,7 @@ def test_commands_are_post_only_and_go_to_the_clis_durable_inbox(serve, spark):
 
 def test_commands_refused_unless_json_from_the_same_origin_and_well_formed(serve, spark):
     server, s, _ = serve()
-    _, port = server.httpd.server_address[:2]
+    _, port = server.address
     good = {"target": "shop.orders", "shard": "s1.shop.orders_1", "action": "exec"}
     form = call(
         server,
@@ -299,3 +332,110 @@ def test_every_served_metric_is_documented_and_every_documented_one_served(serve
     doc = (Path(__file__).resolve().parents[2] / "docs/operations.md").read_text()
     documented = set(re.findall(r"^\| `(shardmerge_[a-z_]+)` \| (\w+) \|", doc, re.M))
     assert served == documented
+
+
+def raw_request(server: OpsServer, data: bytes) -> bytes:
+    """Bytes sent as they are (what http.client would refuse to send); the answer."""
+    with socket.create_connection(server.address, timeout=10) as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_malformed_requests_are_answered_400_and_logged_once(serve, caplog):
+    server, _, _ = serve()
+    host = f"Host: 127.0.0.1:{server.address[1]}\r\n".encode()
+    with caplog.at_level(logging.WARNING, logger="shardmerge.ops"):
+        for request in (
+            b"GARBAGE\r\n\r\n",
+            b"GET /api/locks HTTP/1.1\r\n" + host + b"Bad Header Line\r\n\r\n",
+            b"POST /api/commands HTTP/1.1\r\n" + host + b"Content-Length: -1\r\n\r\n",
+            b"POST /api/commands HTTP/1.1\r\n" + host + b"Content-Length: 1e3\r\n\r\n",
+        ):
+            answer = raw_request(server, request)
+            assert answer.startswith(b"HTTP/1.0 400") or answer.startswith(b"HTTP/1.1 400"), (
+                request,
+                answer[:200],
+            )
+        answer = raw_request(  # refused on its headers, before any of the body is read
+            server,
+            b"POST /api/commands HTTP/1.1\r\n" + host + b"Content-Type: application/json\r\n"
+            b"Content-Length: " + str(MAX_BODY + 1).encode() + b"\r\n\r\n",
+        )
+        assert b" 413 " in answer.split(b"\r\n")[0], answer[:200]
+    refused = [r for r in caplog.records if "refused a malformed request" in r.getMessage()]
+    assert len(refused) == 5 and all("\n" not in r.getMessage() for r in refused)
+    assert call(server, "GET", "/api/locks")[0] == 200  # and the server still answers
+
+
+def test_idle_connections_do_not_starve_a_request(serve):
+    """More idle connections than worker threads (some with half a request) and a real
+    request is still answered at once; the driver did not start a thread per connection."""
+    server, _, _ = serve()
+    threads = threading.active_count()
+    idle = []
+    try:
+        for i in range(60):
+            sock = socket.create_connection(server.address, timeout=10)
+            if i % 2:
+                sock.sendall(b"GET /api/locks HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never ends
+            idle.append(sock)
+        time.sleep(0.5)
+        started = time.monotonic()
+        assert call(server, "GET", "/api/progress")[0] == 200
+        assert time.monotonic() - started < 5
+        assert threading.active_count() <= threads + THREADS
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_a_failure_answers_500_with_an_incident_id_never_the_exception(serve, caplog):
+    server, _, _ = serve()
+
+    def broken() -> dict:
+        raise RuntimeError("/secret/path/state.json is unreadable")
+
+    server.views.shards = broken
+    with caplog.at_level(logging.ERROR, logger="shardmerge.ops"):
+        status, _, raw = call(server, "GET", "/api/shards")
+    assert status == 500 and b"secret" not in raw and b"RuntimeError" not in raw
+    incident = json.loads(raw)["error"].rsplit(" ", 1)[1]
+    (logged,) = [r for r in caplog.records if incident in r.getMessage()]
+    assert logged.exc_info is not None  # the stack is in the log, under the id
+
+
+def test_gets_are_computed_at_most_once_a_second(serve):
+    server, _, _ = serve()
+    calls = []
+    progress = server.views.progress
+
+    def counted() -> dict:
+        calls.append(1)
+        return progress()
+
+    server.views.progress = counted
+    first = call(server, "GET", "/api/progress")
+    assert call(server, "GET", "/api/progress")[2] == first[2]
+    assert len(calls) == 1
+    time.sleep(1.1)
+    call(server, "GET", "/api/progress")
+    assert len(calls) == 2
+
+
+def test_an_ipv6_loopback_bind_serves(serve):
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    try:
+        socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+    except OSError as e:
+        pytest.skip(f"no IPv6 loopback here: {e}")
+    server, _, _ = serve(bind="::1")
+    assert server.url.startswith("http://[::1]:")
+    conn = http.client.HTTPConnection("::1", server.address[1], timeout=10)
+    conn.request("GET", "/api/locks", headers={"Host": f"[::1]:{server.address[1]}"})
+    assert conn.getresponse().status == 200
+    conn.close()

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from pyspark.sql import functions as F
 
+from coordinator.commands import parse_command
 from coordinator.ids import TargetId
 from shardmerge.cli import main
 from streaming.config import TargetSettings
@@ -56,16 +57,18 @@ def test_a_change_delta_cannot_make_waits_for_the_operator(kafka, spark, tmp_pat
     store = StateStore(spark, p.settings.checkpoint)
     # Mistyped commands in the same batch are recorded errors; they do not stop the job,
     # and the good command after them is applied.
-    store.submit("unlock shop.t --shard o'brien --action skip")  # words that do not split
-    store.submit(f"unlock shop.t --shard {p.source}.db.t9 --action skip")  # not held
-    store.submit("unlock shop.t --retry")
+    # a table name with a quote (legal in MySQL): a value, quoted in its words
+    store.submit(parse_command(f'unlock shop.t --shard "{p.source}.db.o\'brien" --action skip'))
+    store.submit(parse_command(f"unlock shop.t --shard {p.source}.db.t9 --action skip"))
+    store.submit(parse_command("unlock shop.t --retry"))
     p.send(row(p, "t2", {"id": 6, "a": "six"}, TEXT))
     p.run()
     latest = store.latest()
     assert latest is not None
     errors = latest[1]["stats"]["command_errors"]
     assert len(errors) == 2, errors
-    assert "o'brien" in errors[0] and f"{p.source}.db.t9 is not held" in errors[1]
+    assert f"{p.source}.db.o'brien is not held" in errors[0], errors
+    assert f"{p.source}.db.t9 is not held" in errors[1]
     assert p.lock()["stage"] == "none" and p.lock()["blocked"] == []
     assert p.rows() == [
         {"id": 1, "a": "1"},
@@ -108,7 +111,7 @@ def test_a_decimal_delta_cannot_widen_waits_then_is_rewritten(kafka, spark, tmp_
             "targets": {"shop.t": TargetSettings(mode="pessimistic", rewrite_incompatible=True)}
         }
     )
-    StateStore(spark, p.settings.checkpoint).submit("unlock shop.t --retry")
+    StateStore(spark, p.settings.checkpoint).submit(parse_command("unlock shop.t --retry"))
     p.send(row(p, "t2", {"id": 4, "p": "2.5"}, DEC3))  # a batch to apply the command
     p.run()
     assert p.lock()["stage"] == "none" and p.lock()["blocked"] == []

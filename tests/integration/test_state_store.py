@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from streaming.state_store import KEEP, StateStore, StateStoreError
+from coordinator.commands import CommandError, OperatorCommand, parse_command
+from coordinator.ids import ShardId, TargetId
+from streaming.state_store import KEEP, StateStore, StateStoreError, command_of
 
 pytestmark = [pytest.mark.spark]
 
@@ -37,10 +39,12 @@ def restores_from_the_newest_earlier_state(store: StateStore) -> None:
 
 
 def a_rerun_batch_applies_exactly_the_commands_of_its_first_run(store: StateStore) -> None:
-    first = store.submit("unlock a.b --force-remove")
+    first = store.submit(parse_command("unlock a.b --force-remove"))
     chosen = store.intent(7, applied=set())
     assert [c["id"] for c in chosen] == [first]
-    store.submit("unlock a.b --shard s.d.t --action skip")  # arrives after the first run
+    store.submit(
+        parse_command("unlock a.b --shard s.d.t --action skip")
+    )  # arrives after the first run
     assert store.intent(7, applied=set()) == chosen
     assert len(store.intent(8, applied={first})) == 1
     store.forget_commands({first})
@@ -48,8 +52,8 @@ def a_rerun_batch_applies_exactly_the_commands_of_its_first_run(store: StateStor
 
 
 def a_withdrawn_command_is_never_applied(store: StateStore) -> None:
-    first = store.submit("unlock a.b --force-remove")
-    second = store.submit("unlock a.b --shard s.d.t --action skip")
+    first = store.submit(parse_command("unlock a.b --force-remove"))
+    second = store.submit(parse_command("unlock a.b --shard s.d.t --action skip"))
     assert [c["id"] for c in store.intent(7, applied=set())] == [first, second]
     assert store.cancel(first) is None
     # not even by the batch whose intent fixed it, when Spark runs that batch again
@@ -81,7 +85,7 @@ def a_half_written_record_is_never_read(store: StateStore) -> None:
     assert "000000000002-000002.ok" in files(store, "state")
     # A dead writer's half of an intent: the re-run fixes the intent anew, once.
     store.fs.create(store.uri("intent", "000000000009-000001.json"), b"[")
-    store.submit("unlock a.b --retry")
+    store.submit(parse_command("unlock a.b --retry"))
     fixed = store.intent(9, applied=set())
     assert [c["words"] for c in fixed] == ["unlock a.b --retry"]
     assert store.intent(9, applied=set()) == fixed
@@ -124,7 +128,30 @@ def a_committed_record_that_cannot_be_read_is_an_error(store: StateStore) -> Non
         store.load_before(3)
 
 
+def a_command_is_stored_as_its_value(store: StateStore) -> None:
+    # Names an operator may have to type: a space, a quote, words that look like options.
+    command = OperatorCommand.of(
+        TargetId("shop", "orders --force-remove"), "skip", ShardId("s1", "db", "o'brien items")
+    )
+    store.submit(command)
+    (record,) = store.inbox()
+    assert record["command"] == {
+        "target": "shop.orders --force-remove", "action": "skip",
+        "shard": "s1.db.o'brien items", "statements": [],
+    }  # fmt: skip
+    assert command_of(record) == command
+    assert parse_command(record["words"]) == command  # the words read back as the value
+    # A record queued by an older version holds words only: still read, by its words.
+    legacy = {"id": "1-a", "words": "unlock a.b --shard s.d.t --action exec"}
+    assert command_of(legacy) == OperatorCommand.of(
+        TargetId("a", "b"), "exec", ShardId("s", "d", "t")
+    )
+    with pytest.raises(CommandError, match="No closing quotation"):
+        command_of({"id": "1-b", "words": "unlock a.b --shard o'brien --action skip"})
+
+
 CHECKS = [
+    a_command_is_stored_as_its_value,
     restores_from_the_newest_earlier_state,
     a_committed_record_that_cannot_be_read_is_an_error,
     a_rerun_batch_applies_exactly_the_commands_of_its_first_run,

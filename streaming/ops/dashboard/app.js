@@ -9,13 +9,17 @@ const STEP_COLORS = { restore: "#8e9aaf", commands: "#b07aa1", decode: "#4e79a7"
 let token = null;
 
 (function takeToken() {
-  // A token given as ?token= (to open the page) is kept in memory only and sent as a
-  // bearer header; it is removed from the address bar and history.
+  // The job logs this page's address with its token in the fragment (#token=...), which a
+  // browser never sends to a server. The page keeps it for this tab only (sessionStorage),
+  // removes it from the address bar and history, and sends it as a bearer header.
   const url = new URL(window.location.href);
-  if (url.searchParams.has("token")) {
-    token = url.searchParams.get("token");
-    url.searchParams.delete("token");
-    window.history.replaceState(null, "", url.pathname + url.search + url.hash);
+  const fragment = new URLSearchParams(url.hash.replace(/^#/, ""));
+  if (fragment.has("token")) {
+    token = fragment.get("token");
+    try { sessionStorage.setItem("shardmerge-token", token); } catch (e) { /* memory only */ }
+    window.history.replaceState(null, "", url.pathname + url.search);
+  } else {
+    try { token = sessionStorage.getItem("shardmerge-token"); } catch (e) { token = null; }
   }
 })();
 
