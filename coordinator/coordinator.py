@@ -53,7 +53,7 @@ from schemas.model import TableName, TableSchema, name_key
 from schemas.render import alter_sql
 from shardmerge.errors import ShardMergeError
 
-__all__ = ["Coordinator", "LockView", "RowRoute", "TargetConfig", "UnknownShardError"]
+__all__ = ["Coordinator", "LockView", "RowRoute", "TargetConfig", "UnknownShardError", "WaitView"]
 
 RULES: dict[str, LockRules] = {"optimistic": OptimisticRules(), "pessimistic": PessimisticRules()}
 
@@ -96,6 +96,20 @@ class LockView:
     conflict: str | None
     schema: TableSchema | None
     shards: int
+
+
+@dataclass(frozen=True)
+class WaitView:
+    """A shard whose rows wait in the stash without a DDL lock holding it: rows that came
+    before their table's CREATE TABLE (``before_create``: the shard is known to the job
+    but not registered in its target yet), or rows ahead of a DDL not received yet
+    (``ahead_of_ddl``: the shard counts as held in its lock too)."""
+
+    target: TargetId
+    shard: ShardId
+    kind: Literal["before_create", "ahead_of_ddl"]
+    since: Position
+    reason: str
 
 
 @dataclass
@@ -195,6 +209,36 @@ class Coordinator:
                 )
             )
         return views
+
+    def waiting(self) -> list[WaitView]:
+        """Shards whose rows wait without a DDL of theirs pending, in target and shard order."""
+        views = []
+        for shard, position in self.unregistered.items():
+            route = self.router.route(shard)
+            if route is not None:
+                views.append(
+                    WaitView(
+                        route.target,
+                        shard,
+                        "before_create",
+                        position,
+                        "rows came before the table's CREATE TABLE: held until it arrives",
+                    )
+                )
+        for tid, t in self.targets.items():
+            for st in t.shards.values():
+                if st.awaiting is not None and not st.pending:
+                    views.append(
+                        WaitView(
+                            tid,
+                            st.shard,
+                            "ahead_of_ddl",
+                            st.awaiting,
+                            "rows carry a schema change whose DDL has not arrived: held "
+                            "until it does",
+                        )
+                    )
+        return sorted(views, key=lambda v: (v.target, v.shard))
 
     # --- events ------------------------------------------------------------------------
 

@@ -52,7 +52,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from coordinator.coordinator import Coordinator, UnknownShardError
+from coordinator.coordinator import Coordinator, UnknownShardError, WaitView
 from coordinator.ids import ShardId
 from coordinator.state import restore, snapshot
 from coordinator.target import ConflictError
@@ -62,6 +62,7 @@ from streaming.config import Settings, SourceSettings
 from streaming.control import (
     OKEY_TYPE,
     ORDER_KEY,
+    commit_seconds,
     commit_time,
     control_sql,
     in_global_order,
@@ -198,6 +199,7 @@ class _Batch(WriteStep):
             "coordinator": snapshot(self.c),
             "stats": self.stats.__dict__,
             "locks": [_lock_json(v) for v in self.c.locks()],
+            "waiting": [_wait_json(w) for w in self.c.waiting()],
             **extra,
         }
 
@@ -460,6 +462,18 @@ def first_rows(
         if r["schema_fp"] is not None:
             prints.setdefault(shard, []).append((position, r["schema_fp"]))
     return shards, prints, {s for s, all_caught in sources.items() if all_caught}
+
+
+def _wait_json(w: WaitView) -> dict[str, Any]:
+    """A shard waiting without a DDL lock, as the state file, the CLI and the API show it
+    (``since``: the upstream commit time, unix seconds, of the first row that waits)."""
+    return {
+        "target": str(w.target),
+        "shard": str(w.shard),
+        "kind": w.kind,
+        "since": commit_seconds(w.since),
+        "reason": w.reason,
+    }
 
 
 def _lock_json(v: Any) -> dict[str, Any]:

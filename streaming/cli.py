@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from typing import Any
 
 __all__ = ["add_job_verbs"]
@@ -29,15 +31,22 @@ def _run(args: argparse.Namespace) -> int:
 
 def _store(config: str) -> Any:
     """The job's state store. A local checkpoint (``file:`` or a path) is read in plain
-    Python, in milliseconds; any other through a Spark session's Hadoop filesystem, so the
-    checkpoint can be on any filesystem the job writes (its credentials come from Spark's
-    conf: spark-defaults.conf or PYSPARK_SUBMIT_ARGS, docs/cluster.md)."""
+    Python, in milliseconds; one on S3, GCS or Azure through pyarrow (no JVM; credentials
+    from the cloud SDK's chain and spark-defaults.conf's ``fs.s3a.*``); any other (HDFS), or
+    any with ``SHARDMERGE_CLI_FS=spark``, through a Spark session's Hadoop filesystem
+    (credentials from Spark's conf: spark-defaults.conf or PYSPARK_SUBMIT_ARGS,
+    docs/cluster.md)."""
+    from urllib.parse import urlsplit
+
+    from streaming.arrow_fs import ARROW_SCHEMES
     from streaming.config import load_settings
     from streaming.local_fs import local_path
     from streaming.state_store import StateStore
 
     settings = load_settings(config)
-    if local_path(settings.checkpoint) is not None:
+    light = local_path(settings.checkpoint) is not None
+    light |= urlsplit(settings.checkpoint).scheme.lower() in ARROW_SCHEMES
+    if light and os.environ.get("SHARDMERGE_CLI_FS", "").lower() != "spark":
         return StateStore(None, settings.checkpoint)
     from streaming.spark_session import session_for_job
 
@@ -56,6 +65,7 @@ def _locks(args: argparse.Namespace) -> int:
     policies = _policies(data)
     if args.json:
         out = {"batch": batch, "locks": data["locks"], "stats": data["stats"]}
+        out["waiting"] = data.get("waiting", [])
         print(json.dumps({**out, "policy_decisions": policies}))
         return 0
     print(f"after batch {batch}:")
@@ -75,6 +85,19 @@ def _locks(args: argparse.Namespace) -> int:
                 f"{'':55}policy {note['kind']}: {note['policy']} decided {p(note['shard'])}: "
                 f"{p(note['sql'])}"
             )
+    waiting = data.get("waiting", [])
+    if waiting:
+        # Counts of their rows need the stash (a Delta table): the dashboard and the
+        # metric shardmerge_waiting_rows show them.
+        print("shards whose rows wait without a DDL lock (rows: dashboard / metrics):")
+        for w in waiting:
+            since = (
+                time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(w["since"])) + " UTC"
+                if w.get("since")
+                else "-"
+            )
+            print(f"  {p(w['target'])}  {p(w['shard'])}  {w['kind']}  since {since}")
+            print(f"{'':4}{p(w['reason'])}")
     failed = store.failure()
     if failed is not None:
         print(f"the job stopped in batch {failed['batch']}: {p(failed['error'])}")

@@ -28,6 +28,7 @@ from streaming.quoting import ident
 __all__ = [
     "OKEY_TYPE",
     "ORDER_KEY",
+    "commit_seconds",
     "commit_time",
     "control_sql",
     "in_global_order",
@@ -45,6 +46,13 @@ ORDER_KEY = (
 )
 # The Spark type of ORDER_KEY, for positions shipped to the executors in a small table.
 OKEY_TYPE = "struct<f:string,p:bigint,r:int,t:bigint,o:bigint>"
+
+
+def commit_seconds(position: Any) -> float | None:
+    """The upstream commit time (unix seconds) of a position, if it has one."""
+    if isinstance(position, list | tuple) and len(position) >= 4 and position[3]:
+        return float(position[3]) / 1000
+    return None
 
 
 def position_of(row: Any) -> list[Any]:

@@ -39,9 +39,11 @@ import re
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from coordinator.commands import OperatorCommand, parse_command
 from shardmerge.errors import ShardMergeError
+from streaming.arrow_fs import ARROW_SCHEMES, ArrowFs
 from streaming.hadoop_fs import HadoopFs, join
 from streaming.local_fs import LocalFs, local_path
 
@@ -63,15 +65,21 @@ class StateStore:
     def __init__(self, spark: SparkSession | None, checkpoint: str) -> None:
         """The state store of ``checkpoint``, through ``spark``'s Hadoop filesystems; with
         no session (the operator CLI), a local checkpoint is read and written in plain
-        Python (``streaming.local_fs``), any other raises :class:`StateStoreError`."""
+        Python (``streaming.local_fs``), one on S3, GCS or Azure through pyarrow
+        (``streaming.arrow_fs``); any other raises :class:`StateStoreError`."""
         self.root = join(checkpoint, "shardmerge")
-        self.fs: HadoopFs | LocalFs
+        self.fs: HadoopFs | LocalFs | ArrowFs
         if spark is not None:
             self.fs = HadoopFs(spark, self.root)
         elif local_path(self.root) is not None:
             self.fs = LocalFs()
+        elif urlsplit(self.root).scheme.lower() in ARROW_SCHEMES:
+            self.fs = ArrowFs(self.root)
         else:
-            raise StateStoreError(f"{checkpoint} is not local: it needs a Spark session")
+            raise StateStoreError(
+                f"{checkpoint}: only local, S3, GCS and Azure checkpoints are read without a "
+                "Spark session"
+            )
 
     def uri(self, *parts: str) -> str:
         """A location under ``CHECKPOINT/shardmerge/`` (the stash lives there too)."""

@@ -90,6 +90,33 @@ class JobCollector(Collector):
                 if h["since"] is not None:
                     held_since.add_metric([name, h["shard"]], h["since"])
         yield from (stage, shards, held, pending, synced, held_rows, held_since)
+        waiting_shards = GaugeMetricFamily(
+            "shardmerge_waiting_shards",
+            "shards whose rows wait without a DDL of theirs pending, by why (before_create: "
+            "before the table's CREATE TABLE; ahead_of_ddl: ahead of a DDL not received; "
+            "stashed: in the stash, no lock holding them)",
+            labels=["target", "kind"],
+        )
+        waiting_rows = GaugeMetricFamily(
+            "shardmerge_waiting_rows",
+            "rows of such a shard in the stash (counted after a batch)",
+            labels=["target", "shard", "kind"],
+        )
+        waiting_since = GaugeMetricFamily(
+            "shardmerge_waiting_since_timestamp_seconds",
+            "commit time of the first row such a shard waits from",
+            labels=["target", "shard", "kind"],
+        )
+        per_kind: dict[tuple[str, str], int] = {}
+        for w in locks["waiting"]:
+            key = (w["target"], w["kind"])
+            per_kind[key] = per_kind.get(key, 0) + 1
+            waiting_rows.add_metric([w["target"], w["shard"], w["kind"]], w["rows"])
+            if w["since"] is not None:
+                waiting_since.add_metric([w["target"], w["shard"], w["kind"]], w["since"])
+        for (target, kind), n in sorted(per_kind.items()):
+            waiting_shards.add_metric([target, kind], n)
+        yield from (waiting_shards, waiting_rows, waiting_since)
         policy = CounterMetricFamily(
             "shardmerge_ddl_policy",
             "shard DDLs a schema-change policy other than forward decided (ignore, warn, fail, "

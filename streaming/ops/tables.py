@@ -3,7 +3,8 @@
 These are the two figures the coordinator's state does not carry. They are counted by a
 thread of their own after a batch ends (never inside a batch: a scrape or a dashboard
 request only reads the last counts), at most every ``min_interval`` seconds, and the
-stash only while some shard is held or rows were held at the last count. A count that
+stash only while some shard is held or waits without a lock, the last batch held rows,
+or rows were held at the last count. A count that
 fails is logged, counted (``shardmerge_ops_refresh_errors_total``) and shown with the
 error; the previous figures stay, marked with the batch they are from.
 """
@@ -117,7 +118,11 @@ class TableCounts:
             self.counted += 1
 
     def _count_stash(self, state: dict[str, Any] | None) -> dict[tuple[str, str], int] | None:
-        holding = state is not None and any(lock["blocked"] for lock in state.get("locks", []))
+        holding = state is not None and (
+            any(lock["blocked"] for lock in state.get("locks", []))
+            or bool(state.get("waiting"))
+            or bool(state.get("stats", {}).get("held"))
+        )
         if not holding and not any(self._held.values()):
             return {}
         if not DeltaTable.isDeltaTable(self.spark, self.stash_path):

@@ -22,6 +22,7 @@ from schemas.changes import AlterTable, CreateTable
 from schemas.model import TableSchema, name_key
 from shardmerge.errors import ShardMergeError
 from streaming.config import Settings
+from streaming.control import commit_seconds
 from streaming.ops.observer import BatchObserver
 from streaming.state_store import StateStore
 
@@ -60,13 +61,6 @@ def progress_dicts(query: Any) -> list[dict[str, Any]]:
     if query is None:
         return []
     return [json.loads(p.json) for p in query.recentProgress]
-
-
-def _since(position: Any) -> float | None:
-    """The commit time (unix seconds) in a coordinator position, if it has one."""
-    if isinstance(position, list) and len(position) >= 4 and position[3]:
-        return float(position[3]) / 1000
-    return None
 
 
 def upstream_schema(st: ShardState) -> TableSchema:
@@ -164,11 +158,42 @@ class Views:
         return {
             "batch": None if state is None else state["batch"],
             "targets": targets,
+            "waiting": self._waiting(c, targets, held_rows),
             "stopped": None
             if failure is None
             else {"batch": failure["batch"], "error": failure["error"]},
             "commands_waiting": [c["words"] for c in self.store.inbox()],
         }
+
+    @staticmethod
+    def _waiting(
+        c: Coordinator | None, targets: list[dict[str, Any]], held_rows: dict[tuple[str, str], int]
+    ) -> list[dict[str, Any]]:
+        """Shards whose rows wait without a DDL of theirs pending (before their table's
+        CREATE TABLE, ahead of a DDL not received yet), and any other shard with rows in the
+        stash that no lock lists: every stashed row is on the page with why."""
+        out = [
+            {
+                "target": str(w.target),
+                "shard": str(w.shard),
+                "kind": w.kind,
+                "reason": w.reason,
+                "since": commit_seconds(w.since),
+                "rows": held_rows.get((str(w.target), str(w.shard)), 0),
+            }
+            for w in (c.waiting() if c is not None else [])
+        ]
+        listed = {(w["target"], w["shard"]) for w in out}
+        listed |= {(t["target"], h["shard"]) for t in targets for h in t["held"]}
+        for (target, shard), rows in sorted(held_rows.items()):
+            if rows and (target, shard) not in listed:
+                out.append({
+                    "target": target, "shard": shard, "kind": "stashed", "since": None,
+                    "rows": rows,
+                    "reason": "rows in the stash that no lock or wait holds (a release that "
+                    "has not replayed them yet)",
+                })  # fmt: skip
+        return out
 
     def _target(self, t: Target, held_rows: dict[tuple[str, str], int]) -> dict[str, Any]:
         held = {s.shard for s in t.held_shards()}
@@ -224,7 +249,7 @@ class Views:
             "pending_ddl": [d.sql for d in st.pending]
             or (["(rows ahead of a DDL not yet received)"] if st.awaiting is not None else []),
             "conflict": st.conflict,
-            "since": _since(since),
+            "since": commit_seconds(since),
             "held_rows": rows,
             "ready": st.shard in t.ready,
         }

@@ -271,6 +271,29 @@ def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> 
     wait_for(browser, lock_is("none", 3, 3), "the shard released by skip")
     assert get_json(url, "api/commands")["waiting"] == []
     shot(browser, "6-after-skip")
+
+    # Rows of a fourth table before its CREATE TABLE: no lock holds them, the page says why.
+    late = "orders_3"
+    create = f"CREATE TABLE {late} (id INT PRIMARY KEY, v VARCHAR(20), note VARCHAR(64))"
+    up.schemas[late] = parse_create_table(create)
+    up.rows(late, 2)
+    waits = (
+        "return [...document.querySelectorAll('#waiting tr[data-waiting]')]"
+        ".map(r => [...r.children].slice(1).map(c => c.textContent).slice(0, 3).join('/'))"
+        f".join(',') === '{up.source}.shop.{late}/before its CREATE TABLE (not registered yet)/2'"
+    )
+    wait_for(browser, waits, "two rows waiting before their CREATE TABLE")
+    tile = "return document.querySelector('[data-tile=\"waiting (no lock)\"] .v').textContent"
+    assert browser.execute_script(tile) == "1"
+    browser.execute_script("document.getElementById('waiting').scrollIntoView()")
+    shot(browser, "6b-rows-waiting-without-a-lock")
+    up.producer.ddl("shop", late, create, up.schemas[late])
+    up.rows(tables[1], 1)
+    wait_for(
+        browser,
+        "return document.querySelector('#waiting tr[data-waiting]') === null",
+        "the waiting rows replayed once the CREATE TABLE came",
+    )
     dead = (
         "return [...document.querySelectorAll('#dead-table tbody tr')]"
         ".map(r => [...r.children].slice(1, 4).map(c => c.textContent).join('/')).join(',')"
@@ -291,7 +314,7 @@ def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstrea
         == 1
     )
     assert samples[("shardmerge_held_shards", target)] == 0
-    assert samples[("shardmerge_target_shards", target)] == 3
+    assert samples[("shardmerge_target_shards", target)] == 4
     assert samples[("shardmerge_ddl_applied_total", (("kind", "add_column"),))] == 1
     # every row reached the table once: written directly or replayed from the stash
     rows = spark.read.format("delta").load(settings.table_path(TargetId("shop", "orders"))).count()
@@ -311,7 +334,7 @@ def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstrea
     assert changed.get("inserted", 0) > 0
     lags = {k[1]: v for k, v in samples.items() if k[0] == "shardmerge_kafka_lag_records"}
     topics = {dict(labels)["topic"] for labels in lags}
-    assert topics == {up.source} | {f"{up.source}.shop.orders_{i}" for i in range(3)}
+    assert topics == {up.source} | {f"{up.source}.shop.orders_{i}" for i in range(4)}
     assert set(lags.values()) == {0.0}
     dead = {k[1]: v for k, v in samples.items() if k[0] == "shardmerge_dead_letters_total"}
     assert sum(dead.values()) == 1, dead

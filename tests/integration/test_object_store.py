@@ -4,14 +4,19 @@ job with checkpoint and lake in a bucket runs in tests/integration/test_cluster.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 import pytest
 from delta.tables import DeltaTable
 
+from coordinator.commands import parse_command
+from shardmerge.cli import main
+from streaming.arrow_fs import ArrowFs
 from streaming.job import maintain_stash
-from streaming.state_store import StateStore
+from streaming.state_store import StateStore, command_of
 from tests.integration.test_state_store import CHECKS
+from tests.unit.test_light_cli import CONFIG
 
 pytestmark = [pytest.mark.spark]
 
@@ -38,3 +43,59 @@ def test_the_stash_is_compacted_and_vacuumed(spark, bucket: str):
 
 def _detail(spark, path: str):
     return DeltaTable.forPath(spark, path).detail().collect()[0]
+
+
+@pytest.fixture
+def spark_defaults(s3, tmp_path, monkeypatch) -> str:
+    """A spark-defaults.conf holding the store's S3A settings (as on a machine set up for
+    spark-submit), and a new bucket: what the operator CLI reads without a JVM."""
+    conf = tmp_path / "spark-conf"
+    conf.mkdir()
+    lines = [f"spark.hadoop.{k} {v}" for k, v in s3.hadoop_conf().items()]
+    (conf / "spark-defaults.conf").write_text("# from devkit\n" + "\n".join(lines) + "\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf))
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return s3.create_bucket(f"it-{uuid.uuid4().hex[:12]}")
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_state_store_on_s3_without_a_jvm(spark_defaults: str, check) -> None:
+    """The same checks through pyarrow's S3 filesystem (the operator CLI's path)."""
+    store = StateStore(None, f"{spark_defaults}/checkpoints/job")
+    assert isinstance(store.fs, ArrowFs)
+    check(store)
+
+
+def no_session(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the light CLI asked for a Spark session")
+
+
+def test_a_command_the_cli_queues_on_s3_is_what_the_job_reads(
+    spark, spark_defaults: str, s3, tmp_path, monkeypatch, capsys
+):
+    """The light CLI and the job's Hadoop S3A see the same records: a state the job saved
+    is listed by `locks`, a command `unlock` queues is in the job's inbox."""
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    for key, value in s3.hadoop_conf().items():
+        conf.set(key, value)
+    checkpoint = f"{spark_defaults}/checkpoints/job"
+    held = "s1.shop.orders_1"
+    lock = {"target": "shop.orders", "mode": "pessimistic", "stage": "waiting",
+            "blocked": [held], "pending_ddl": [], "conflict": None, "shards": 2, "columns": {}}  # fmt: skip
+    StateStore(spark, checkpoint).save(3, {"batch": 3, "locks": [lock], "stats": {}})
+    light = StateStore(None, checkpoint)
+    assert light.latest() == StateStore(spark, checkpoint).latest()
+    # `shardmerge locks` and `unlock` on the s3a:// checkpoint, never asking for a session
+    monkeypatch.setattr("streaming.spark_session.session_for_job", no_session)
+    config = tmp_path / "job.yaml"
+    config.write_text(CONFIG.format(checkpoint=checkpoint))
+    assert main(["locks", "--config", str(config)]) == 0
+    assert held in capsys.readouterr().out
+    assert main(["unlock", "--config", str(config), "shop.orders", "--shard", held,
+                 "--action", "skip"]) == 0  # fmt: skip
+    command = parse_command(f"unlock shop.orders --shard {held} --action skip")
+    (queued,) = StateStore(spark, checkpoint).inbox()
+    assert command_of(queued) == command
+    assert light.cancel(queued["id"]) is None
+    assert StateStore(spark, checkpoint).inbox() == []

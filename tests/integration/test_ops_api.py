@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from coordinator import Coordinator, ShardId, parse_command, snapshot
 from coordinator.commands import CommandError
 from schemas import parse_create_table
-from streaming.batch import _lock_json
+from streaming.batch import _lock_json, _wait_json
 from streaming.config import ConfigError, Settings, load_settings
 from streaming.ops.metrics import registry_for
 from streaming.ops.observer import BatchObserver, ddl_kind
@@ -31,6 +31,7 @@ from streaming.ops.views import Views, lag_by_partition
 from streaming.state_store import StateStore
 
 SHARDS = [ShardId("s1", "shop", f"orders_{i}") for i in range(4)]
+LATE = ShardId("s1", "shop", "orders_9")
 ADD = "ALTER TABLE orders_{i} ADD COLUMN note VARCHAR(64)"
 TOKEN = "t0k-en-5f1c9a3e7b2d4086c1e9a7f3b5d2c4e6"  # 36 characters
 
@@ -58,12 +59,15 @@ def job_state(store: StateStore, s: Settings, observer: BatchObserver) -> dict:
         )
     for i in (0, 1):
         c.on_ddl(SHARDS[i], ADD.format(i=i), ["bin.1", 100 + i, 0, 1_700_000_000_000 + i, 5 + i])
+    # rows of a fifth table came before its CREATE TABLE: they wait, with no lock
+    c.await_ddl(LATE, ["bin.1", 90, 0, 1_699_999_999_000, 3], "before its CREATE TABLE")
     stats = {"batch": 7, "events": 30, "written": 21, "held": 7, "replayed": 0, "dropped": 0,
              "dead_letters": 0, "ddl": 2, "downstream_ddl": ["ALTER TABLE `orders` ADD COLUMN `x` INT"],
              "refused_ddl": [], "command_errors": [],
              "target_rows": {"shop.orders": {"inserted": 18, "updated": 2, "deleted": 1}}}  # fmt: skip
     state = {"batch": 7, "coordinator": snapshot(c), "stats": stats,
-             "locks": [_lock_json(v) for v in c.locks()], "applied_commands": []}  # fmt: skip
+             "locks": [_lock_json(v) for v in c.locks()], "applied_commands": [],
+             "waiting": [_wait_json(w) for w in c.waiting()]}  # fmt: skip
     store.save(7, state)
     observer.begin(7)
     observer.lap("restore")
@@ -133,6 +137,11 @@ def test_locks_show_the_rollout_held_shards_and_each_shards_difference(serve):
         "retyped": [],
     }
     assert t["joined"] == {"id": "INT", "v": "INT"}
+    # a shard known to the job, not registered: listed with why and since, not in the lock
+    (w,) = json.loads(raw)["waiting"]
+    assert (w["target"], w["shard"], w["kind"]) == ("shop.orders", str(LATE), "before_create")
+    assert w["since"] == pytest.approx(1_699_999_999.0) and "CREATE TABLE" in w["reason"]
+    assert w["rows"] == 0  # no stash counts in this test (tests/integration/test_dashboard.py)
 
 
 def test_without_a_token_on_loopback_other_host_names_are_refused(serve):
@@ -305,6 +314,13 @@ def test_metrics_parse_and_match_the_jobs_state(serve):
         (("shard", "s1.shop.orders_0"), ("target", "shop.orders")),
     )
     assert samples[held_since] == pytest.approx(1_700_000_000.0)
+    waiting = (("kind", "before_create"), ("target", "shop.orders"))
+    assert samples[("shardmerge_waiting_shards", waiting)] == 1
+    late = (("kind", "before_create"), ("shard", str(LATE)), ("target", "shop.orders"))
+    assert samples[("shardmerge_waiting_since_timestamp_seconds", late)] == pytest.approx(
+        1_699_999_999.0
+    )
+    assert samples[("shardmerge_waiting_rows", late)] == 0
 
 
 def test_kafka_lag_is_latest_minus_end_offset_per_partition():

@@ -86,6 +86,25 @@ def test_rows_of_unregistered_routed_tables_are_reported_not_dropped():
     assert c.route_row(ShardId.parse("s1.db1._tb1_gho")).action == "drop"
 
 
+def test_shards_whose_rows_wait_without_a_ddl_lock_are_listed_with_why():
+    c = coord(shards=(S1, S3))
+    assert c.waiting() == []
+    # S2's rows came before its CREATE TABLE; S1's rows carry a change whose DDL is late
+    assert kinds(c.await_ddl(S2, 7, "x")) == ["Hold"]
+    assert kinds(c.await_ddl(S1, 9, "rows ahead")) == ["Hold"]
+    assert [(w.target, w.shard, w.kind, w.since) for w in c.waiting()] == [
+        (T, S1, "ahead_of_ddl", 9),
+        (T, S2, "before_create", 7),
+    ]
+    assert "CREATE TABLE" in c.waiting()[1].reason
+    kept = restore(snapshot(c), c.router, {T: TargetConfig("optimistic")})
+    assert kept.waiting() == c.waiting()  # kept in the saved state
+    c.register(S2, parse_create_table("CREATE TABLE tb1 (a INT PRIMARY KEY, b INT)"), 8)
+    assert [w.shard for w in c.waiting()] == [S1]
+    c.on_ddl(S1, "ALTER TABLE tb1 ADD COLUMN c INT", 10)  # its DDL arrives: no longer waiting
+    assert c.waiting() == []
+
+
 # --- optimistic -----------------------------------------------------------------------
 
 

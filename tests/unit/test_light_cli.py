@@ -59,10 +59,17 @@ def test_locks_and_unlock_read_and_write_a_local_checkpoint_without_a_jvm(
         "pending_ddl": [{"shard": held, "sql": "ALTER TABLE orders_1 ADD c INT -- \x1b[2J"}],
         "conflict": None, "shards": 2, "columns": {},
     }  # fmt: skip
-    StateStore(None, checkpoint).save(3, {"batch": 3, "locks": [lock], "stats": {}})
+    late = {
+        "target": "shop.orders", "shard": "s1.shop.orders_\x1b[2J", "kind": "before_create",
+        "since": 1_700_000_000.0, "reason": "rows came before the table's CREATE TABLE",
+    }  # fmt: skip
+    state = {"batch": 3, "locks": [lock], "stats": {}, "waiting": [late]}
+    StateStore(None, checkpoint).save(3, state)
     assert main(["locks", "--config", str(config)]) == 0
     out = capsys.readouterr().out
     assert "after batch 3:" in out and held in out
+    assert "shards whose rows wait without a DDL lock" in out
+    assert "s1.shop.orders_\\x1b[2J  before_create  since 2023-11-14 22:13:20 UTC" in out
     assert "ADD c INT -- \\x1b[2J" in out and "\x1b" not in out  # upstream text escaped
     unlock = ["unlock", "--config", str(config), "shop.orders", "--shard"]
     assert main([*unlock, held, "--action", "skip"]) == 0

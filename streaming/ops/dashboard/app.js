@@ -140,6 +140,8 @@ function renderOverview(p, locks, dead) {
   const lastBatch = p.batches[p.batches.length - 1];
   const lag = p.lag.reduce((a, r) => a + r.records, 0);
   const held = locks.targets.reduce((a, t) => a + t.held.length, 0);
+  const waitingRows = locks.waiting.reduce((a, w) => a + w.rows, 0)
+    + locks.targets.reduce((a, t) => a + t.held.reduce((b, h) => b + h.held_rows, 0), 0);
   const deadTotal = Object.values(dead.by_reason).reduce((a, v) => a + v, 0);
   const tiles = [
     ["last batch", lastBatch ? `#${lastBatch.batch}` : (locks.batch ?? "–")],
@@ -149,6 +151,8 @@ function renderOverview(p, locks, dead) {
     ["Kafka lag (records)", fmt(lag)],
     ["rows written", fmt(p.totals.written || 0)],
     ["held shards", held],
+    ["waiting (no lock)", locks.waiting.length],
+    ["rows in the stash", fmt(waitingRows)],
     ["dead letters", fmt(deadTotal)],
   ];
   document.getElementById("tiles").replaceChildren(...tiles.map(([k, v]) =>
@@ -260,6 +264,14 @@ function renderLocks(locks) {
   if (locks.stopped) waiting.append(el("p", { class: "conflict-text", text: `the job stopped in batch ${locks.stopped.batch}: ${locks.stopped.error}` }));
   const box = document.getElementById("targets");
   box.replaceChildren(...(locks.targets.length ? locks.targets.map(renderTarget) : [el("p", { class: "empty", text: "no target yet (no batch has run)" })]));
+  const why = { before_create: "before its CREATE TABLE (not registered yet)", ahead_of_ddl: "ahead of a DDL not received", stashed: "in the stash, no lock" };
+  const rows = locks.waiting.map((w) => el("tr", { "data-waiting": w.shard },
+    el("td", {}, el("code", { text: w.target })), el("td", {}, el("code", { text: w.shard })),
+    el("td", { title: w.reason, text: why[w.kind] || w.kind }), el("td", { class: "num", text: fmt(w.rows) }),
+    el("td", { text: w.since ? ago(w.since) : "–" })));
+  document.getElementById("waiting").replaceChildren(rows.length
+    ? el("table", {}, el("thead", {}, el("tr", {}, ...["target", "shard", "why", "rows", "since"].map((x) => el("th", { text: x })))), el("tbody", {}, ...rows))
+    : el("p", { class: "empty", text: "no shard waits without a lock" }));
 }
 
 function renderDead(dead) {
