@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from shardmerge.cli import main
+from streaming.arrow_fs import ArrowFs, s3a_settings
 from streaming.local_fs import local_path
 from streaming.state_store import StateStore, StateStoreError
 from tests.integration.test_state_store import CHECKS
@@ -31,14 +32,30 @@ def test_state_store_on_the_local_filesystem(
     check(StateStore(None, tmp_path.as_uri()))
 
 
-def test_only_local_checkpoints_go_without_spark() -> None:
+def test_local_and_object_store_checkpoints_go_without_spark() -> None:
     assert local_path("file:///data/ck") == "/data/ck"
     assert local_path("file:/data/a%20b") == "/data/a b"
     assert local_path("/data/ck") == "/data/ck"
     for remote in ("s3a://bucket/ck", "hdfs://nn:8020/ck", "abfss://c@a.dfs.core.windows.net/x"):
         assert local_path(remote) is None
-        with pytest.raises(StateStoreError, match="needs a Spark session"):
-            StateStore(None, remote)
+    assert isinstance(StateStore(None, "s3a://bucket/ck").fs, ArrowFs)  # nothing read yet
+    for other in ("hdfs://nn:8020/ck", "viewfs://cluster/ck"):  # Hadoop's own: a session
+        with pytest.raises(StateStoreError, match="without a Spark session"):
+            StateStore(None, other)
+
+
+def test_s3a_settings_come_from_spark_defaults(tmp_path: Path) -> None:
+    (tmp_path / "spark-defaults.conf").write_text(
+        "# comment\nspark.hadoop.fs.s3a.endpoint  http://127.0.0.1:9000\n"
+        "spark.hadoop.fs.s3a.access.key=AK\nspark.hadoop.fs.s3a.secret.key: S K\n"
+        "spark.executor.memory 2g\n"
+    )
+    assert s3a_settings(str(tmp_path)) == {
+        "fs.s3a.endpoint": "http://127.0.0.1:9000",
+        "fs.s3a.access.key": "AK",
+        "fs.s3a.secret.key": "S K",
+    }
+    assert s3a_settings(str(tmp_path / "none")) == {}
 
 
 def test_locks_and_unlock_read_and_write_a_local_checkpoint_without_a_jvm(
