@@ -11,6 +11,7 @@ action, reason class). docs/operations.md lists every metric.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -259,6 +260,14 @@ class JobCollector(Collector):
         for phase, ms in sorted(((last or {}).get("durationMs") or {}).items()):
             trigger.add_metric([phase], ms / 1000)
         yield trigger
+        reported = GaugeMetricFamily(
+            "shardmerge_last_trigger_timestamp_seconds",
+            "when Spark last reported a finished trigger of the query (every trigger with "
+            "data, and every 10 s when idle): far behind now, the query is stuck",
+        )
+        if last is not None and last.get("timestamp"):
+            reported.add_metric([], progress_time(str(last["timestamp"])))
+        yield reported
 
     # --- tables counted after a batch ----------------------------------------------------
 
@@ -278,6 +287,11 @@ class JobCollector(Collector):
         counts = self.views.counts
         errors.add_metric([], 0 if counts is None else counts.errors)
         yield errors
+
+
+def progress_time(timestamp: str) -> float:
+    """Spark's progress timestamp (``2026-11-28T07:51:22.312Z``) as unix seconds."""
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
 def _restarts() -> Iterator[Metric]:

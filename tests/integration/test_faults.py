@@ -126,3 +126,19 @@ def test_a_topic_recreated_with_more_records_than_were_read_stops_the_job(
     kind, advice = classify(stopped.value, at_start=False)
     assert kind == "recreated_topic" and advice is not None
     assert [r["id"] for r in p.rows()] == [0, 1, 2]  # nothing of the new topic written
+
+
+def test_a_continuous_job_reads_again_when_the_broker_comes_back(broker, spark, tmp_path: Path):
+    """A processing-time trigger (not available-now): the broker stops while the job reads
+    (after its first batch), comes back 20 s later on the same address, and the rest of the
+    workload arrives; every row is in the table within a minute (devkit/outage.py, which
+    `scripts/broker-outage` runs at any size)."""
+    from devkit.outage import outage
+
+    result = outage(
+        shards=2, rows=120, away=20, deadline=60, max_offsets=120, stop_after=1,
+        spark=spark, base=tmp_path, broker=broker,
+    )  # fmt: skip
+    assert result["job_failed"] is None, result
+    assert result["second_half_s"] is not None, result  # equal to the oracle within 60 s
+    assert result["batch_after"] > result["batch_before"], result

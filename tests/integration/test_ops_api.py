@@ -24,7 +24,7 @@ from coordinator.commands import CommandError
 from schemas import parse_create_table
 from streaming.batch import _lock_json, _wait_json
 from streaming.config import ConfigError, Settings, load_settings
-from streaming.ops.metrics import registry_for
+from streaming.ops.metrics import progress_time, registry_for
 from streaming.ops.observer import BatchObserver, ddl_kind
 from streaming.ops.server import MAX_BODY, THREADS, OpsServer, command_from_json
 from streaming.ops.views import Views, lag_by_partition
@@ -455,3 +455,7 @@ def test_an_ipv6_loopback_bind_serves(serve):
     conn.request("GET", "/api/locks", headers={"Host": f"[::1]:{server.address[1]}"})
     assert conn.getresponse().status == 200
     conn.close()
+
+
+def test_the_last_trigger_time_is_sparks_progress_timestamp():
+    assert progress_time("2026-11-28T07:51:22.312Z") == pytest.approx(1795852282.312)

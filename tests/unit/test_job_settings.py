@@ -169,6 +169,14 @@ def test_environment_strings_and_secrets_are_taken_verbatim(tmp_path: Path):
     assert s.kafka.options["sasl.jaas.config"].get_secret_value() == "x #y"
 
 
+def test_a_mistyped_variable_is_refused_not_ignored(tmp_path: Path):
+    """Why the loader is ours, not pydantic-settings': that one ignores a prefixed nested
+    variable that names no field (SHARDMERGE__OPS__TOKNE would leave the job without its
+    token, silently) and reads mappings as JSON, not the YAML the docs use."""
+    with pytest.raises(ConfigError, match=r"ops\.tokne: Extra inputs are not permitted"):
+        load_settings(write(tmp_path, BASE), environ={"SHARDMERGE__OPS__TOKNE": TOKEN})
+
+
 def test_a_yaml_error_names_the_variable_never_its_value(tmp_path: Path):
     env = {"SHARDMERGE__KAFKA__OPTIONS": "{sasl.jaas.config: [s3cr3t-value"}
     with pytest.raises(ConfigError, match="SHARDMERGE__KAFKA__OPTIONS") as e:

@@ -146,6 +146,7 @@ function renderOverview(p, locks, dead) {
   const tiles = [
     ["last batch", lastBatch ? `#${lastBatch.batch}` : (locks.batch ?? "–")],
     ["completed", lastBatch ? ago(lastBatch.ended_at) : "–"],
+    ["query reported", last.timestamp ? ago(Date.parse(last.timestamp) / 1000) : "–"],
     ["input rows/s", fmt(last.input_rows_per_second, 1)],
     ["processed rows/s", fmt(last.processed_rows_per_second, 1)],
     ["Kafka lag (records)", fmt(lag)],
@@ -155,8 +156,12 @@ function renderOverview(p, locks, dead) {
     ["rows in the stash", fmt(waitingRows)],
     ["dead letters", fmt(deadTotal)],
   ];
+  // Spark reports a trigger at least every 10 s when idle: a minute without one, the query
+  // is stuck in a trigger (Kafka or storage unreachable, a very slow batch).
+  const stalled = last.timestamp && Date.now() / 1000 - Date.parse(last.timestamp) / 1000 > 60;
   document.getElementById("tiles").replaceChildren(...tiles.map(([k, v]) =>
-    el("div", { class: "tile", "data-tile": k }, el("div", { class: "v", text: String(v) }), el("div", { class: "k", text: k }))));
+    el("div", { class: "tile" + (stalled && k === "query reported" ? " alarm" : ""), "data-tile": k },
+      el("div", { class: "v", text: String(v) }), el("div", { class: "k", text: k }))));
   const t = (x) => Date.parse(x.timestamp) / 1000;
   lineChart(document.getElementById("chart-rate"), [
     { name: "input", color: "#4e79a7", points: p.spark.map((x) => [t(x), x.input_rows_per_second]) },
