@@ -294,6 +294,19 @@ class DeltaSink:
         done = _counts(result)
         return {k: done.get(f"num_{k}_rows", 0) for k in ("inserted", "updated", "deleted")}
 
+    def truncate(self, path: str, matches: list[tuple[tuple[str, str], ...]], version: int) -> int:
+        """One DELETE of the rows whose columns equal one of ``matches`` (a TRUNCATE's
+        shard by its extract values; an empty match, every row); the rows deleted."""
+        if any(not m for m in matches):
+            where = "true"  # an operator executed a TRUNCATE as written: every row goes
+        else:
+            columns = [k for k, _ in matches[0]]
+            values = ", ".join(
+                "(" + ", ".join(string(v) for _, v in m) + ")" for m in dict.fromkeys(matches)
+            )
+            where = f"({', '.join(ident(k) for k in columns)}) IN ({values})"
+        return self.delete(path, where, version)
+
     def delete(self, path: str, where: str, version: int) -> int:
         """Rows deleted, as Delta reports them (0 when the version was done already)."""
         with txn(self.spark, self.app_id, version):

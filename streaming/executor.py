@@ -53,6 +53,10 @@ class RowWork:
     # Shards renamed within their target: the batch's rows of the old name before the
     # rename are written (or held) under the new one (streaming.writer.follow_renames).
     renames: list[Rename] = field(default_factory=list)
+    # Rows deleted per target by TRUNCATEs run early: before a later RENAME of their shard
+    # in the same batch re-homed its rows (the write step runs the others).
+    truncated: dict[TargetId, int] = field(default_factory=dict)
+    ran_early: list[Truncate] = field(default_factory=list)
 
 
 @dataclass
@@ -138,6 +142,25 @@ class Executor:
             f" (downstream {dict(d.match)} -> {dict(d.values)})" if d.match else "",
         )  # fmt: skip
         target_slot, stash_slot = self.version(), self.version()
+        # A TRUNCATE of the old name earlier in this batch deletes that name's rows: it
+        # runs now, before they take the new name (the write step would find none).
+        before = [
+            t
+            for t in self.work.truncates
+            if t.target == d.target
+            and t not in self.work.ran_early
+            and t.match
+            and d.match
+            and dict(t.match) == dict(d.match)
+        ]
+        if before and self.schemas.get(d.target) is not None:
+            path = self.settings.table_path(d.target)
+            deleted = self.sink.truncate(path, [t.match for t in before], self.version())
+            self.work.truncated[d.target] = self.work.truncated.get(d.target, 0) + deleted
+            log.info(
+                "target %s: %d rows of %s truncated before its rename", d.target, deleted, d.old
+            )
+        self.work.ran_early.extend(before)  # kept in truncates: the plan drops rows by them
         if d.match and self.schemas.get(d.target) is not None:
             changed = self.sink.rehome(
                 self.settings.table_path(d.target), d.match, d.values, target_slot

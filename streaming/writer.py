@@ -28,7 +28,7 @@ from streaming.control import OKEY_TYPE, okey_value
 from streaming.faults import crash_point
 from streaming.local_frame import local_frame
 from streaming.plan import Planner, join_plan, release_frame
-from streaming.quoting import ident, string
+from streaming.quoting import ident
 from streaming.row_fit import shard_columns
 from streaming.rows import merge_source, no_ddl_sql, project_actions
 from streaming.stash import KEY, STASH_COLUMNS, append
@@ -288,19 +288,14 @@ class WriteStep:
     def truncate(self, target: TargetId, path: str, version: int) -> None:
         """One DELETE of the downstream rows of every shard of ``target`` that ran
         TRUNCATE in this batch (their earlier rows of the batch are dropped by the plan)."""
-        matches = [d.match for d in self.ex.work.truncates if d.target == target]
-        if not matches:
-            return
-        if any(not m for m in matches):
-            where = "true"  # an operator executed a TRUNCATE as written: every row goes
-        else:
-            columns = [k for k, _ in matches[0]]
-            values = ", ".join(
-                "(" + ", ".join(string(v) for _, v in m) + ")" for m in dict.fromkeys(matches)
-            )
-            where = f"({', '.join(ident(k) for k in columns)}) IN ({values})"
-        deleted = self.sink.delete(path, where, version)
-        self.count_target_rows(target, {"truncated": deleted})
+        work = self.ex.work
+        early = work.truncated.get(target, 0)  # TRUNCATEs run before a rename (executor)
+        matches = [
+            d.match for d in work.truncates if d.target == target and d not in work.ran_early
+        ]
+        deleted = self.sink.truncate(path, matches, version) if matches else 0
+        if matches or early:
+            self.count_target_rows(target, {"truncated": early + deleted})
 
     def count_target_rows(self, target: TargetId, done: dict[str, int]) -> None:
         counts = self.stats.target_rows.setdefault(str(target), {})
