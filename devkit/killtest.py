@@ -118,7 +118,9 @@ targets:
   shop.orders: {{mode: {mode}}}
 sink: {{path: "{lake}"}}
 checkpoint: "{checkpoint}"
-ops: {{port: 0}}  # any free port: other jobs on the machine may hold the default
+# any free port: other jobs on the machine may hold the default; the token the job makes
+# stays beside its config (a killed job cannot remove it)
+ops: {{port: 0, generated_token_file: "{path.parent / 'ops-token'}"}}
 """
     )
 
