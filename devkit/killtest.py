@@ -120,7 +120,7 @@ sink: {{path: "{lake}"}}
 checkpoint: "{checkpoint}"
 # any free port: other jobs on the machine may hold the default; the token the job makes
 # stays beside its config (a killed job cannot remove it)
-ops: {{port: 0, generated_token_file: "{path.parent / 'ops-token'}"}}
+ops: {{port: 0, generated_token_file: "{path.parent / "ops-token"}"}}
 """
     )
 
