@@ -14,9 +14,17 @@ never points at a partly written file).
 
 Backends:
 - ``file:`` and plain paths: :class:`LocalRecords` (this module), in plain Python.
-- Hadoop filesystems (``hdfs://``, ``s3a://``, ``abfss://``): not yet (docs/status.md);
-  a store that cannot create a file only if it is absent must be refused, which
-  :func:`probe` checks before a job joins a group.
+- ``s3a://``: :class:`HadoopRecords`, one conditional PUT per record (``If-None-Match: *``,
+  S3A's ``fs.option.create.conditional.overwrite``, Hadoop 3.4.2 and later): the store
+  keeps the first object under a name and refuses the others (412), and an object is
+  visible whole or not at all.
+- ``hdfs://``, ``viewfs://``, ``abfs://``, ``abfss://``: :class:`HadoopRecords`, written to a
+  temporary name and renamed under its own: their rename is atomic and fails when the
+  name exists (HDFS; ABFS on a hierarchical-namespace account).
+- Any other scheme is refused with the reason (``gs://``'s rename copies; ``s3://`` of
+  other connectors has no conditional create). :func:`probe` checks a store before a job
+  joins a group: a store that overwrites (an S3-compatible server that ignores
+  ``If-None-Match``, an ABFS account without a hierarchical namespace) is refused.
 """
 
 from __future__ import annotations
@@ -28,12 +36,21 @@ import re
 import uuid
 from collections.abc import Iterator
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from shardmerge.errors import ShardMergeError
 from streaming.hadoop_fs import join
 from streaming.local_fs import local_path, sync_folder, write_synced
 
-__all__ = ["GroupStore", "GroupStoreError", "LocalRecords", "Records", "group_store", "probe"]
+__all__ = [
+    "GroupStore",
+    "GroupStoreError",
+    "HadoopRecords",
+    "LocalRecords",
+    "Records",
+    "group_store",
+    "probe",
+]
 
 SEQ_DIGITS = 12
 _NUMBERED = re.compile(r"^(\d+)\.json$")
@@ -101,6 +118,95 @@ class LocalRecords:
         return sorted(
             e.name for e in os.scandir(path) if e.is_file() and not e.name.startswith(".")
         )
+
+
+CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite"
+RENAME_SCHEMES = ("hdfs", "viewfs", "abfs", "abfss")
+HADOOP_SCHEMES = ("s3a", *RENAME_SCHEMES)
+
+
+class HadoopRecords:
+    """Records through a Spark session's Hadoop filesystems (``s3a://``: a conditional PUT;
+    ``hdfs://`` and the other :data:`RENAME_SCHEMES`: a temporary file renamed)."""
+
+    def __init__(self, spark: Any) -> None:
+        self._jvm = spark._jvm
+        self._conf = spark._jsc.hadoopConfiguration()
+
+    def _fs(self, uri: str) -> tuple[Any, Any]:
+        path = self._jvm.org.apache.hadoop.fs.Path(uri)
+        return path, path.getFileSystem(self._conf)
+
+    def create_new(self, uri: str, data: bytes) -> bool:
+        from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
+
+        path, fs = self._fs(uri)
+        scheme = urlsplit(uri).scheme.lower()
+        if scheme == "s3a":
+            try:
+                # S3A checks the name first (a name taken before is refused here), then
+                # the PUT on close carries If-None-Match: * (a race lost is refused there).
+                stream = fs.createFile(path).overwrite(False).must(CONDITIONAL_CREATE, True).build()
+                stream.write(bytearray(data))
+                stream.close()  # the PUT: only now is the object created, if absent
+            except Py4JJavaError as e:
+                if _lost_the_name(e):
+                    return False
+                raise
+            return True
+        if scheme not in RENAME_SCHEMES:
+            raise GroupStoreError(f"{uri}: no create-if-absent for {scheme}://")
+        tmp = self._jvm.org.apache.hadoop.fs.Path(
+            path.getParent(), f"{_TMP_PREFIX}{uuid.uuid4().hex}"
+        )
+        stream = fs.create(tmp, False)
+        try:
+            stream.write(bytearray(data))
+            if stream.hasCapability("hsync"):
+                stream.hsync()
+        finally:
+            stream.close()
+        renamed = False
+        try:
+            renamed = bool(fs.rename(tmp, path))  # false when the name exists
+        finally:
+            if not renamed:
+                fs.delete(tmp, False)
+        return renamed
+
+    def read(self, uri: str) -> bytes | None:
+        path, fs = self._fs(uri)
+        if not fs.exists(path):
+            return None
+        stream = fs.open(path)
+        try:
+            data: bytes = self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+        finally:
+            stream.close()
+        return data
+
+    def names(self, folder: str) -> list[str]:
+        path, fs = self._fs(folder)
+        if not fs.exists(path):
+            return []
+        return sorted(
+            name
+            for s in fs.listStatus(path)
+            if s.isFile() and not (name := s.getPath().getName()).startswith(".")
+        )
+
+
+def _lost_the_name(e: Any) -> bool:
+    """Whether a failed create lost to another writer: the name existed already
+    (FileAlreadyExistsException), or S3 refused the conditional PUT (412 Precondition
+    Failed, which S3A raises as RemoteFileChangedException)."""
+    java = e.java_exception
+    while java is not None:
+        name = java.getClass().getName()
+        if name.endswith(("RemoteFileChangedException", "FileAlreadyExistsException")):
+            return True
+        java = java.getCause()
+    return False
 
 
 class GroupStore:
@@ -195,15 +301,20 @@ def _decode(data: bytes, uri: str) -> dict[str, Any]:
     return value
 
 
-def group_store(root: str) -> GroupStore:
-    """The group store at ``root``: local paths and ``file:`` URIs only for now."""
-    if local_path(root) is None:
+def group_store(root: str, spark: Any = None) -> GroupStore:
+    """The group store at ``root``: the local filesystem in plain Python; ``s3a://``,
+    ``hdfs://``, ``viewfs://`` and ``abfs[s]://`` through ``spark``'s Hadoop filesystems."""
+    if local_path(root) is not None:
+        return GroupStore(LocalRecords(), root)
+    scheme = urlsplit(root).scheme.lower()
+    if scheme not in HADOOP_SCHEMES:
         raise GroupStoreError(
-            f"the group store at {root}: only the local filesystem is supported yet; "
-            "HDFS and object stores need a Hadoop backend with create-if-absent "
-            "(docs/status.md)"
+            f"the group store at {root}: {scheme}:// offers no create-if-absent the job can "
+            f"trust; use the local filesystem or one of {', '.join(HADOOP_SCHEMES)}"
         )
-    return GroupStore(LocalRecords(), root)
+    if spark is None:
+        raise GroupStoreError(f"the group store at {root} needs a Spark session")
+    return GroupStore(HadoopRecords(spark), root)
 
 
 def probe(store: GroupStore) -> None:

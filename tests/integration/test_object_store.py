@@ -4,6 +4,9 @@ job with checkpoint and lake in a bucket runs in tests/integration/test_cluster.
 
 from __future__ import annotations
 
+import multiprocessing
+import threading
+import time
 import uuid
 from collections.abc import Callable
 
@@ -13,12 +16,15 @@ from delta.tables import DeltaTable
 from coordinator.commands import parse_command
 from shardmerge.cli import main
 from streaming.arrow_fs import ArrowFs
+from streaming.group_store import group_store, probe
 from streaming.job import maintain_stash
 from streaming.state_store import StateStore, command_of
 from tests.integration.test_state_store import CHECKS
 from tests.unit.test_light_cli import CONFIG
 
 pytestmark = [pytest.mark.spark]
+# Fresh interpreters, not forks of a test process that runs a JVM.
+SPAWN = multiprocessing.get_context("spawn")
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
@@ -99,3 +105,68 @@ def test_a_command_the_cli_queues_on_s3_is_what_the_job_reads(
     assert command_of(queued) == command
     assert light.cancel(queued["id"]) is None
     assert StateStore(spark, checkpoint).inbox() == []
+
+
+THREADS, APPENDS = 4, 5
+
+
+def _race(store, worker: str, outcomes: list) -> None:
+    """``THREADS`` threads of one writer: each tries for one name, then appends."""
+
+    def one(thread: int) -> None:
+        outcomes.append(store.create_new("owner/000000000001.json", {"worker": worker}))
+        for i in range(APPENDS):
+            store.append({"writer": f"{worker}/{thread}", "i": i, "pad": "x" * 10_000})
+
+    pool = [threading.Thread(target=one, args=(t,)) for t in range(THREADS)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join(180)
+
+
+def _race_in_a_process(root: str, conf: dict, worker: str, results) -> None:
+    """A writer of its own: a process with its own Spark JVM and S3A client."""
+    from streaming.spark_session import build_spark
+
+    spark = build_spark(
+        f"race-{worker}",
+        master="local[1]",
+        extra_conf={"spark.driver.memory": "512m", "spark.ui.enabled": "false",
+                    **{f"spark.hadoop.{k}": v for k, v in conf.items()}},
+    )  # fmt: skip
+    outcomes: list[bool] = []
+    _race(group_store(root, spark), worker, outcomes)
+    results.put((worker, outcomes))
+    spark.stop()
+
+
+def test_group_store_on_s3_one_winner_per_name_and_a_dense_log(spark, bucket: str, s3) -> None:
+    """Put-if-absent on S3 (a conditional PUT through S3A), raced by a process with its own
+    JVM and this one, four threads each: one winner for a name, every log number taken
+    once, no record overwritten; and the probe passes."""
+    root = f"{bucket}/lake/_shardmerge/groups/g"
+    store = group_store(root, spark)
+    probe(store)
+    results = SPAWN.Queue()
+    other = SPAWN.Process(target=_race_in_a_process, args=(root, s3.hadoop_conf(), "p1", results))
+    other.start()
+    try:
+        time.sleep(5)  # its JVM starting: both race while it appends
+        mine: list[bool] = []
+        _race(store, "p0", mine)
+        _, theirs = results.get(timeout=240)
+        other.join(60)
+    finally:
+        if other.is_alive():
+            other.kill()
+    outcomes = mine + theirs
+    assert len(outcomes) == 2 * THREADS and outcomes.count(True) == 1, outcomes
+    winner = store.read("owner/000000000001.json")
+    assert winner is not None and winner["worker"] in ("p0", "p1")
+    total = 2 * THREADS * APPENDS
+    assert store.numbers("log") == list(range(total))  # dense: no gap, no number twice
+    seen = [(r["writer"], r["i"]) for _, r in store.log()]
+    assert len(set(seen)) == total  # nothing overwritten
+    for writer in {w for w, _ in seen}:  # each writer's appends in its own order
+        assert [i for w, i in seen if w == writer] == list(range(APPENDS))

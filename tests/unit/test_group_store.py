@@ -116,6 +116,9 @@ def test_the_probe_accepts_put_if_absent_and_refuses_a_store_that_overwrites(
         probe(GroupStore(Overwrites(), str(tmp_path / "bad")))
 
 
-def test_only_local_stores_for_now() -> None:
-    with pytest.raises(GroupStoreError, match="only the local filesystem"):
-        group_store("s3a://bucket/lake/_shardmerge/groups/g")
+def test_stores_without_create_if_absent_are_refused_with_the_reason() -> None:
+    for root in ("gs://bucket/lake/g", "s3://bucket/lake/g", "wasbs://c@a/lake/g"):
+        with pytest.raises(GroupStoreError, match="no create-if-absent"):
+            group_store(root)
+    with pytest.raises(GroupStoreError, match="needs a Spark session"):
+        group_store("s3a://bucket/lake/_shardmerge/groups/g")  # tests/integration: on S3
