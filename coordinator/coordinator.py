@@ -30,6 +30,7 @@ from coordinator.target import (
     Target,
     TargetConfig,
 )
+from coordinator.views import TargetView, target_view
 from schemas.changes import (
     AddColumn,
     AlterSpec,
@@ -209,6 +210,18 @@ class Coordinator:
                 )
             )
         return views
+
+    def target_views(self) -> list[TargetView]:
+        """Every target as a published value (:mod:`coordinator.views`), in name order."""
+        return [target_view(self.targets[tid]) for tid in sorted(self.targets)]
+
+    def target_view(self, target: TargetId) -> TargetView | None:
+        t = self.targets.get(target)
+        return None if t is None else target_view(t)
+
+    def shard_target(self, shard: ShardId) -> TargetId | None:
+        """The target a registered shard belongs to."""
+        return self.where.get(shard)
 
     def waiting(self) -> list[WaitView]:
         """Shards whose rows wait without a DDL of theirs pending, in target and shard order."""

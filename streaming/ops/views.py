@@ -14,13 +14,9 @@ import time
 from typing import Any
 
 from coordinator.coordinator import Coordinator
-from coordinator.ids import ShardId
 from coordinator.state import restore
-from coordinator.target import ShardState, Target
-from schemas import apply
-from schemas.changes import AlterTable, CreateTable
+from coordinator.views import HeldView, TargetView
 from schemas.model import TableSchema, name_key
-from shardmerge.errors import ShardMergeError
 from streaming.config import Settings
 from streaming.control import commit_seconds
 from streaming.ops.observer import BatchObserver
@@ -61,19 +57,6 @@ def progress_dicts(query: Any) -> list[dict[str, Any]]:
     if query is None:
         return []
     return [json.loads(p.json) for p in query.recentProgress]
-
-
-def upstream_schema(st: ShardState) -> TableSchema:
-    """The shard's schema as its upstream has it: after the DDLs it holds on (a pending
-    statement that does not apply leaves the schema as it was; the lock shows why)."""
-    schema = st.final
-    for d in st.pending:
-        if isinstance(d.change, AlterTable | CreateTable):
-            try:
-                schema = apply(d.change, schema)
-            except ShardMergeError:
-                break
-    return schema
 
 
 def _columns(schema: TableSchema | None) -> dict[str, str]:
@@ -151,9 +134,7 @@ class Views:
         state = self.state()
         c = self.coordinator(state)
         held_rows = self.counts.held_rows() if self.counts is not None else {}
-        targets = (
-            [] if c is None else [self._target(t, held_rows) for _, t in sorted(c.targets.items())]
-        )
+        targets = [] if c is None else [self._target(t, held_rows) for t in c.target_views()]
         failure = self.store.failure()
         return {
             "batch": None if state is None else state["batch"],
@@ -195,8 +176,7 @@ class Views:
                 })  # fmt: skip
         return out
 
-    def _target(self, t: Target, held_rows: dict[tuple[str, str], int]) -> dict[str, Any]:
-        held = {s.shard for s in t.held_shards()}
+    def _target(self, t: TargetView, held_rows: dict[tuple[str, str], int]) -> dict[str, Any]:
         return {
             "target": str(t.id),
             "mode": t.mode,
@@ -204,35 +184,28 @@ class Views:
             "conflict": t.conflict,
             "shards": len(t.shards),
             "rollout": self._rollout(t),
-            "joined": _columns(t.applied),
-            "held": [
-                self._held(t, st, held_rows.get((str(t.id), str(st.shard)), 0))
-                for st in t.held_shards()
-            ],
+            "joined": _columns(t.joined),
+            "held": [self._held(h, held_rows.get((str(t.id), str(h.shard)), 0)) for h in t.held],
             **_policy(t),
             "shard_schemas": [
-                {
-                    "shard": str(s),
-                    "held": s in held,
-                    **schema_difference(upstream_schema(st), t.applied),
-                }
-                for s, st in sorted(t.shards.items())
+                {"shard": str(s.shard), "held": s.held, **schema_difference(s.upstream, t.joined)}
+                for s in t.shards
             ],
         }
 
     @staticmethod
-    def _rollout(t: Target) -> dict[str, Any]:
+    def _rollout(t: TargetView) -> dict[str, Any]:
         """How far the DDL in flight has come: pessimistic, the shards that ran the lock's
         DDL; otherwise the shards whose schema is the joined schema (synced)."""
         total = len(t.shards)
-        if t.mode == "pessimistic" and t.expected is not None:
-            return {"ddl": t.expected.sql, "done": len(t.ready), "total": total, "of": "ran it"}
-        pending = [d.sql for st in t.held_shards() for d in st.pending]
+        if t.mode == "pessimistic" and t.expected_sql is not None:
+            done = sum(1 for h in t.held if h.ready)
+            return {"ddl": t.expected_sql, "done": done, "total": total, "of": "ran it"}
+        pending = [sql for h in t.held for sql, _ in h.pending]
         synced = sum(
             1
-            for st in t.shards.values()
-            if t.applied is not None
-            and not any(schema_difference(upstream_schema(st), t.applied).values())
+            for s in t.shards
+            if t.joined is not None and not any(schema_difference(s.upstream, t.joined).values())
         )
         return {
             "ddl": pending[0] if pending else None,
@@ -242,16 +215,15 @@ class Views:
         }
 
     @staticmethod
-    def _held(t: Target, st: ShardState, rows: int) -> dict[str, Any]:
-        since = st.pending[0].position if st.pending else st.awaiting
+    def _held(h: HeldView, rows: int) -> dict[str, Any]:
         return {
-            "shard": str(st.shard),
-            "pending_ddl": [d.sql for d in st.pending]
-            or (["(rows ahead of a DDL not yet received)"] if st.awaiting is not None else []),
-            "conflict": st.conflict,
-            "since": commit_seconds(since),
+            "shard": str(h.shard),
+            "pending_ddl": [sql for sql, _ in h.pending]
+            or (["(rows ahead of a DDL not yet received)"] if h.awaiting is not None else []),
+            "conflict": h.conflict,
+            "since": commit_seconds(h.since),
             "held_rows": rows,
-            "ready": st.shard in t.ready,
+            "ready": h.ready,
         }
 
     # --- shards --------------------------------------------------------------------------
@@ -261,16 +233,15 @@ class Views:
         c = self.coordinator(state)
         out = []
         if c is not None:
-            for shard, tid in sorted(c.where.items()):
-                st = c.targets[tid].shards[shard]
-                route = c.route_row(ShardId.parse(str(shard)))
+            shards = [(s, t.id) for t in c.target_views() for s in t.shards]
+            for s, tid in sorted(shards, key=lambda x: x[0].shard):
                 out.append(
                     {
-                        "shard": str(shard),
+                        "shard": str(s.shard),
                         "target": str(tid),
-                        "route": route.action,
-                        "version": st.version,
-                        "columns": _columns(st.schema),
+                        "route": c.route_row(s.shard).action,
+                        "version": s.version,
+                        "columns": _columns(s.schema),
                     }
                 )
         return {"batch": None if state is None else state["batch"], "shards": out}
@@ -315,16 +286,14 @@ class Views:
         return counts
 
 
-def _policy(t: Target) -> dict[str, Any]:
+def _policy(t: TargetView) -> dict[str, Any]:
     """The target's schema-change policy (the words other than ``forward``), the latest
     decisions it took, and how many per (kind, word) since the checkpoint began."""
     return {
-        "policy": dict(t.policy.words),
+        "policy": dict(t.policy_words),
         "policy_decisions": [
             {"shard": n.shard, "sql": n.sql, "kind": n.kind, "policy": n.policy}
             for n in t.policy_notes
         ],
-        "policy_counts": [
-            {"kind": k, "policy": w, "count": n} for (k, w), n in sorted(t.policy_counts.items())
-        ],
+        "policy_counts": [{"kind": k, "policy": w, "count": n} for k, w, n in t.policy_counts],
     }

@@ -81,3 +81,42 @@ def test_the_boundary_check_sees_a_forbidden_import(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("import os\nfrom pyspark.sql import SparkSession\nimport kafka.admin\n")
     assert {"pyspark.sql", "kafka.admin"} <= imported_modules(bad)
+
+
+# Readers of the coordinator that present it (the dashboard, the metrics, the operator
+# CLI): only its published views (coordinator.views, LockView, WaitView), never the
+# lock's own Target / ShardState, whose fields the rules change.
+READERS = [*sorted((ROOT / "streaming" / "ops").glob("*.py")), ROOT / "streaming" / "cli.py",
+           *sorted((ROOT / "shardmerge").glob("*.py"))]  # fmt: skip
+
+
+def coordinator_internals(path: Path) -> list[str]:
+    """Where ``path`` imports coordinator.target's classes or reads a coordinator's
+    ``targets`` or ``where`` (a ``settings.targets`` is the settings' own)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "coordinator.target":
+            found.append(f"line {node.lineno}: imports coordinator.target")
+        elif isinstance(node, ast.Attribute) and node.attr in ("targets", "where"):
+            owner = ast.unparse(node.value)
+            if "settings" not in owner:
+                found.append(f"line {node.lineno}: reads {owner}.{node.attr}")
+    return found
+
+
+def test_presenters_read_the_coordinator_only_through_its_published_views() -> None:
+    assert READERS and all(p.exists() for p in READERS)
+    offenders = [
+        f"{p.relative_to(ROOT)} {where}" for p in READERS for where in coordinator_internals(p)
+    ]
+    assert offenders == []
+
+
+def test_the_presenter_check_sees_a_reader_of_internals(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("from coordinator.target import Target\n\ndef f(c):\n    return c.targets\n")
+    assert coordinator_internals(bad) == [
+        "line 1: imports coordinator.target",
+        "line 4: reads c.targets",
+    ]

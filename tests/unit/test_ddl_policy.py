@@ -283,6 +283,6 @@ def test_locks_show_which_policy_decided() -> None:
             }
         ]
     }
-    view = _policy(c.targets[T])
+    view = _policy(c.target_views()[0])
     assert view["policy"] == {"drop_column": "keep", "truncate_table": "ignore"}
     assert view["policy_counts"] == [{"kind": "truncate_table", "policy": "ignore", "count": 1}]
