@@ -41,13 +41,18 @@ def outage(
     spark: Any = None,
     base: Path | None = None,
     broker: Any = None,
+    process: bool = False,
 ) -> dict[str, Any]:
     """``stop_after``: stop the broker once that many batches completed (the job still
     reading), instead of once the first half is in the table. ``spark``: the session to
     run the job in (default: a local one, stopped at the end); ``base``: the folder for
     the broker, lake and checkpoint (default: a new temporary one); ``broker``: a
     ``devkit.faultsuite.Broker`` to stop and start (default: one of its own, stopped at
-    the end)."""
+    the end); ``process``: the job as a process of its own (``python -m streaming.job``, as
+    ``shardmerge run``), the harness reading its table from its own session."""
+    import subprocess
+    import sys
+
     from devkit.faultsuite import Broker
     from devkit.killtest import DDL, compare, write_config
     from devkit.producer import DebeziumProducer
@@ -86,13 +91,25 @@ def outage(
         except BaseException as e:  # reported by the harness, not swallowed
             failure.append(e)
 
+    proc: subprocess.Popen[bytes] | None = None
     thread = threading.Thread(target=job, name="outage-job", daemon=True)
-    thread.start()
+    if process:
+        log = open(base / "job.log", "ab")  # noqa: SIM115 - closed with the process below
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streaming.job", "--config", str(config)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        print(f"outage: the job runs as process {proc.pid} (log {base / 'job.log'})")
+    else:
+        thread.start()
     store = StateStore(spark, checkpoint)
 
     def exact() -> bool:
         if failure:
             raise RuntimeError(f"the job failed: {failure[0]!r}")
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"the job process ended with {proc.returncode}")
         try:
             report = compare(spark, lake, oracle.rows)
         except Exception as e:  # no table yet: not equal
@@ -143,9 +160,13 @@ def outage(
         "job_failed": repr(failure[0]) if failure else None,
     }
     print(f"outage: {result}")
+    if proc is not None:
+        proc.terminate()
+        proc.wait(60)
     for q in spark.streams.active:
         q.stop()
-    thread.join(timeout=60)
+    if thread.is_alive():
+        thread.join(timeout=60)
     if own_broker:
         broker.stop()
     if own:
@@ -163,12 +184,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--stop-after", type=int, help="stop the broker after this many batches (mid-read)"
     )
+    parser.add_argument(
+        "--process", action="store_true", help="run the job as a process of its own"
+    )
     args = parser.parse_args(argv)
     from shardmerge.printable import setup_logging
 
     setup_logging()
     result = outage(
-        args.shards, args.rows, args.away, args.deadline, args.max_offsets, args.stop_after
+        args.shards,
+        args.rows,
+        args.away,
+        args.deadline,
+        args.max_offsets,
+        args.stop_after,
+        process=args.process,
     )
     return 0 if result["second_half_s"] is not None else 1
 
