@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 from coordinator.commands import OperatorCommand
@@ -21,7 +22,7 @@ from coordinator.ids import Position, ShardId, TargetId
 from coordinator.locks import LockRules, OperatorError
 from coordinator.optimistic import OptimisticRules, join_all
 from coordinator.pessimistic import PessimisticRules
-from coordinator.routing import Router, TableKind
+from coordinator.routing import Extract, Router, TableKind
 from coordinator.target import (
     PendingDDL,
     Refusal,
@@ -222,6 +223,26 @@ class Coordinator:
     def shard_target(self, shard: ShardId) -> TargetId | None:
         """The target a registered shard belongs to."""
         return self.where.get(shard)
+
+    # Light views for the streaming engine, read every batch (no per-shard schema work).
+
+    def target_ids(self) -> list[TargetId]:
+        return sorted(self.targets)
+
+    def registered(self) -> Mapping[ShardId, TargetId]:
+        """Every registered shard and its target (read-only)."""
+        return MappingProxyType(self.where)
+
+    def downstream_schemas(self) -> dict[TargetId, TableSchema]:
+        """Each target's downstream schema (extract columns included), where it has one."""
+        return {tid: s for tid, t in self.targets.items() if (s := t.downstream()) is not None}
+
+    def extract_of(self, target: TargetId) -> Extract:
+        return self.targets[target].extract
+
+    def shard_schemas(self, target: TargetId) -> list[tuple[ShardId, TableSchema]]:
+        """Each shard of ``target`` and its schema as coordination counts it now."""
+        return [(st.shard, st.schema) for st in self.targets[target].shards.values()]
 
     def waiting(self) -> list[WaitView]:
         """Shards whose rows wait without a DDL of theirs pending, in target and shard order."""

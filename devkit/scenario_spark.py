@@ -386,8 +386,8 @@ class _Run:
             return Observation(None, [], [], self.names.back(self.error))
         _, data = latest
         c = restore(data["coordinator"], self.settings.router(), self.settings.target_configs())
-        t = c.targets.get(self.target)
-        schema = t.downstream() if t else None
+        view = c.target_view(self.target)
+        schema = view.downstream if view is not None else None
         found: list[dict[str, Any]] = []
         path = self.settings.table_path(self.target)
         if rows and schema is not None and Path(path).exists():

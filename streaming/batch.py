@@ -224,7 +224,7 @@ class _Batch(WriteStep):
         # A topic deleted and recreated since it was read stops the batch before any write.
         self.topic_ids = self.p.topic_ids.check(self.batch, saved_ids, self.logged)
         obs.lap("restore")
-        schemas = {tid: s for tid, t in self.c.targets.items() if (s := t.downstream())}
+        schemas = self.c.downstream_schemas()
         self.ex = Executor(
             self.c, self.sink, self.p.settings, self.next_version, schemas, stash=self.stash
         )
@@ -359,7 +359,7 @@ class _Batch(WriteStep):
         # A statement that creates, renames or drops tables changes which rows are whose:
         # the rows of the tables it names up to it keep the plan from before it.
         cut = table_level(r)
-        segs = planner.cut(touched(r, self.c.where), position) if cut else []
+        segs = planner.cut(touched(r, self.c.registered()), position) if cut else []
         try:
             decisions = self.c.on_ddl(shard, sql, position, origin, channel)
         except UnknownShardError as e:
@@ -392,18 +392,17 @@ class _Batch(WriteStep):
         end in this batch, do not hold: no DDL explains its rows. It stops waiting and its
         kept rows replay; those that still need a DDL are dead letters with the reason
         (``streaming.rows.no_ddl_sql``), the rest are written."""
-        for tid in sorted(self.c.targets, key=str):
-            for st in self.c.targets[tid].held_shards():
-                if st.held or st.awaiting is None or st.shard.source not in self.caught_sources:
-                    continue
-                log.warning(
-                    "batch %s: shard %s waited from %s for a DDL that its schema-change topics, "
-                    "read to their end, do not hold: it goes on; its rows that need a DDL "
-                    "become dead letters",
-                    self.batch, st.shard, st.awaiting,
-                )  # fmt: skip
-                self.stats.ddl_never_came += 1
-                self.ex.run(self.c.stop_waiting(st.shard))
+        for w in self.c.waiting():
+            if w.kind != "ahead_of_ddl" or w.shard.source not in self.caught_sources:
+                continue
+            log.warning(
+                "batch %s: shard %s waited from %s for a DDL that its schema-change topics, "
+                "read to their end, do not hold: it goes on; its rows that need a DDL "
+                "become dead letters",
+                self.batch, w.shard, w.since,
+            )  # fmt: skip
+            self.stats.ddl_never_came += 1
+            self.ex.run(self.c.stop_waiting(w.shard))
 
     def before(self, rows: DataFrame, rest: list[Any]) -> DataFrame:
         """The rows that come before every control event of ``rest``: positioned before
@@ -411,7 +410,7 @@ class _Batch(WriteStep):
         first of them."""
         cut: dict[ShardId, list[Any]] = {}
         for r in rest:
-            for s in touched(r, self.c.where):
+            for s in touched(r, self.c.registered()):
                 cut.setdefault(s, position_of(r))
         frame = local_frame(
             self.spark,

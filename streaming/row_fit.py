@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from coordinator.target import Target
+from coordinator.ids import ShardId
+from schemas.model import TableSchema
 from streaming.local_frame import local_frame
 from streaming.quoting import map_get, string
 
@@ -49,16 +50,17 @@ class ShardColumns:
     needs: tuple[str, ...]
 
 
-def shard_columns(target: Target) -> list[ShardColumns]:
-    """The columns of each shard of ``target``, as coordination counts them now."""
+def shard_columns(shards: list[tuple[ShardId, TableSchema]]) -> list[ShardColumns]:
+    """The columns of each shard (``Coordinator.shard_schemas``: as coordination counts
+    them now)."""
     out = []
-    for st in target.shards.values():
-        cols = st.schema.columns
+    for shard, schema in shards:
+        cols = schema.columns
         out.append(
             ShardColumns(
-                st.shard.source,
-                st.shard.db,
-                st.shard.table,
+                shard.source,
+                shard.db,
+                shard.table,
                 tuple(c.key for c in cols),
                 tuple(c.key for c in cols if not c.nullable and c.generated is None),
             )

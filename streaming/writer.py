@@ -165,7 +165,7 @@ class WriteStep:
 
     def write_order(self) -> list[TargetId]:
         """Every target, in name order (its write slots are taken in this order)."""
-        return sorted(set(self.c.targets) | set(self.ex.schemas), key=str)
+        return sorted(set(self.c.target_ids()) | set(self.ex.schemas), key=str)
 
     def released(self, plan: DataFrame) -> DataFrame:
         """The stash rows the batch's releases replay, with their plan (kept: the stash
@@ -191,9 +191,11 @@ class WriteStep:
         columns that place and judge a row, not the event's own columns (its row images
         are most of its size). Rows ahead of a DDL and values that do not fit, rare, are
         projected again from ``src`` when they are stashed or become dead letters."""
-        t = self.c.targets[target]
         full = project_actions(
-            src, self.ex.schemas[target], t.extract, shards=shard_columns(t)
+            src,
+            self.ex.schemas[target],
+            self.c.extract_of(target),
+            shards=shard_columns(self.c.shard_schemas(target)),
         ).withColumn("_unfit", F.expr(no_ddl_sql(self.caught)))
         values = [F.col(ident(c)) for c in full.columns if c.startswith("_c_")]
         kept = full.select(*PROJECTED_KEPT, *values)
