@@ -5,7 +5,6 @@ job with checkpoint and lake in a bucket runs in tests/integration/test_cluster.
 from __future__ import annotations
 
 import multiprocessing
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from streaming.group_store import group_store, probe
 from streaming.job import maintain_stash
 from streaming.state_store import StateStore, command_of
 from tests.integration.test_state_store import CHECKS
+from tests.unit.test_group_store import race_threads
 from tests.unit.test_light_cli import CONFIG
 
 pytestmark = [pytest.mark.spark]
@@ -112,17 +112,7 @@ THREADS, APPENDS = 4, 5
 
 def _race(store, worker: str, outcomes: list) -> None:
     """``THREADS`` threads of one writer: each tries for one name, then appends."""
-
-    def one(thread: int) -> None:
-        outcomes.append(store.create_new("owner/000000000001.json", {"worker": worker}))
-        for i in range(APPENDS):
-            store.append({"writer": f"{worker}/{thread}", "i": i, "pad": "x" * 10_000})
-
-    pool = [threading.Thread(target=one, args=(t,)) for t in range(THREADS)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join(180)
+    race_threads(store, worker, THREADS, APPENDS, 10_000, outcomes)
 
 
 def _race_in_a_process(root: str, conf: dict, worker: str, results) -> None:

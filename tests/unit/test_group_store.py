@@ -16,19 +16,33 @@ PROCESSES, THREADS, APPENDS = 3, 4, 15
 SPAWN = multiprocessing.get_context("spawn")
 
 
-def _race_appends(root: str, worker: int, barrier: threading.Barrier | None = None) -> None:
-    store = group_store(root)
+def race_threads(
+    store: GroupStore,
+    worker: str,
+    threads: int,
+    appends: int,
+    pad: int,
+    outcomes: list[bool] | None = None,
+) -> None:
+    """``threads`` threads of one writer, each ``appends`` records to the log (``pad``
+    bytes: a torn write would show as invalid JSON); with ``outcomes``, each first tries
+    for one name and records whether it won."""
 
-    def appends(thread: int) -> None:
-        for i in range(APPENDS):
-            # a record large enough that a torn write would show as invalid JSON
-            store.append({"writer": f"{worker}/{thread}", "i": i, "pad": "x" * 20_000})
+    def one(thread: int) -> None:
+        if outcomes is not None:
+            outcomes.append(store.create_new("owner/000000000001.json", {"worker": worker}))
+        for i in range(appends):
+            store.append({"writer": f"{worker}/{thread}", "i": i, "pad": "x" * pad})
 
-    threads = [threading.Thread(target=appends, args=(t,)) for t in range(THREADS)]
-    for t in threads:
+    pool = [threading.Thread(target=one, args=(t,)) for t in range(threads)]
+    for t in pool:
         t.start()
-    for t in threads:
-        t.join()
+    for t in pool:
+        t.join(180)
+
+
+def _race_appends(root: str, worker: int) -> None:
+    race_threads(group_store(root), str(worker), THREADS, APPENDS, 20_000)
 
 
 def _race_one_name(
