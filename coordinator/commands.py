@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import shlex
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from coordinator.ids import ShardId, TargetId
 from shardmerge.errors import ShardMergeError
@@ -102,7 +102,7 @@ class OperatorCommand:
         return text
 
 
-ACTIONS = ("skip", "exec", "replace", "force-remove", "retry")
+ACTIONS: tuple[str, ...] = get_args(Action)
 USAGE = (
     "unlock TARGET --shard SOURCE.DB.TABLE --action skip|exec, "
     'unlock TARGET --shard SOURCE.DB.TABLE --replace "SQL", unlock TARGET --force-remove, '

@@ -220,10 +220,6 @@ class Coordinator:
         t = self.targets.get(target)
         return None if t is None else target_view(t)
 
-    def shard_target(self, shard: ShardId) -> TargetId | None:
-        """The target a registered shard belongs to."""
-        return self.where.get(shard)
-
     # Light views for the streaming engine, read every batch (no per-shard schema work).
 
     def target_ids(self) -> list[TargetId]:
@@ -260,7 +256,7 @@ class Coordinator:
                     )
                 )
         for tid, t in self.targets.items():
-            for st in t.shards.values():
+            for st in t.held_shards():  # the index's waiting shards: no walk of every shard
                 if st.awaiting is not None and not st.pending:
                     views.append(
                         WaitView(

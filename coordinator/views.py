@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coordinator.ids import Position, ShardId, TargetId
+from coordinator.policy import PolicyNote
 from schemas import apply
 from schemas.changes import AlterTable, CreateTable
 from schemas.model import TableSchema
@@ -19,7 +20,7 @@ from shardmerge.errors import ShardMergeError
 if TYPE_CHECKING:
     from coordinator.target import ShardState, Target
 
-__all__ = ["HeldView", "PolicyNoteView", "ShardView", "TargetView", "target_view"]
+__all__ = ["HeldView", "ShardView", "TargetView", "target_view"]
 
 
 @dataclass(frozen=True)
@@ -48,14 +49,6 @@ class ShardView:
 
 
 @dataclass(frozen=True)
-class PolicyNoteView:
-    shard: str
-    sql: str
-    kind: str
-    policy: str
-
-
-@dataclass(frozen=True)
 class TargetView:
     id: TargetId
     mode: str
@@ -67,7 +60,7 @@ class TargetView:
     held: tuple[HeldView, ...]  # in hold order
     shards: tuple[ShardView, ...]  # in shard order
     policy_words: tuple[tuple[str, str], ...]
-    policy_notes: tuple[PolicyNoteView, ...]
+    policy_notes: tuple[PolicyNote, ...]  # frozen values already
     policy_counts: tuple[tuple[str, str, int], ...]  # (kind, word, count), sorted
 
 
@@ -111,8 +104,6 @@ def target_view(t: Target) -> TargetView:
             for s, st in sorted(t.shards.items())
         ),
         policy_words=tuple(t.policy.words),
-        policy_notes=tuple(
-            PolicyNoteView(n.shard, n.sql, n.kind, n.policy) for n in t.policy_notes
-        ),
+        policy_notes=tuple(t.policy_notes),
         policy_counts=tuple((k, w, n) for (k, w), n in sorted(t.policy_counts.items())),
     )

@@ -22,12 +22,11 @@ __all__ = ["main", "outage"]
 
 
 def _send(producer: Any, events: list[Any], oracle: Any) -> None:
+    from devkit.producer import send_workload
+
     for ev in events:
         oracle.take(ev)
-        if ev.kind == "row":
-            producer.row(ev.db, ev.table, ev.op, ev.before, ev.after, ev.schema)
-        else:
-            producer.ddl(ev.db, ev.table, ev.statement or "", ev.schema)
+    send_workload(producer, events)
     producer.flush()
 
 

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from shardmerge.errors import ShardMergeError
-from streaming.hadoop_fs import join
+from streaming.hadoop_fs import HadoopFs, join
 from streaming.local_fs import local_path, sync_folder, write_synced
 
 __all__ = [
@@ -120,93 +120,25 @@ class LocalRecords:
         )
 
 
-CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite"
 RENAME_SCHEMES = ("hdfs", "viewfs", "abfs", "abfss")
 HADOOP_SCHEMES = ("s3a", *RENAME_SCHEMES)
 
 
 class HadoopRecords:
-    """Records through a Spark session's Hadoop filesystems (``s3a://``: a conditional PUT;
-    ``hdfs://`` and the other :data:`RENAME_SCHEMES`: a temporary file renamed)."""
+    """Records through a Spark session's Hadoop filesystems (``HadoopFs.create_new``:
+    ``s3a://`` a conditional PUT, the :data:`RENAME_SCHEMES` a temporary file renamed)."""
 
-    def __init__(self, spark: Any) -> None:
-        self._jvm = spark._jvm
-        self._conf = spark._jsc.hadoopConfiguration()
-
-    def _fs(self, uri: str) -> tuple[Any, Any]:
-        path = self._jvm.org.apache.hadoop.fs.Path(uri)
-        return path, path.getFileSystem(self._conf)
+    def __init__(self, fs: HadoopFs) -> None:
+        self.fs = fs
 
     def create_new(self, uri: str, data: bytes) -> bool:
-        from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
-
-        path, fs = self._fs(uri)
-        scheme = urlsplit(uri).scheme.lower()
-        if scheme == "s3a":
-            try:
-                # S3A checks the name first (a name taken before is refused here), then
-                # the PUT on close carries If-None-Match: * (a race lost is refused there).
-                stream = fs.createFile(path).overwrite(False).must(CONDITIONAL_CREATE, True).build()
-                stream.write(bytearray(data))
-                stream.close()  # the PUT: only now is the object created, if absent
-            except Py4JJavaError as e:
-                if _lost_the_name(e):
-                    return False
-                raise
-            return True
-        if scheme not in RENAME_SCHEMES:
-            raise GroupStoreError(f"{uri}: no create-if-absent for {scheme}://")
-        tmp = self._jvm.org.apache.hadoop.fs.Path(
-            path.getParent(), f"{_TMP_PREFIX}{uuid.uuid4().hex}"
-        )
-        stream = fs.create(tmp, False)
-        try:
-            stream.write(bytearray(data))
-            if stream.hasCapability("hsync"):
-                stream.hsync()
-        finally:
-            stream.close()
-        renamed = False
-        try:
-            renamed = bool(fs.rename(tmp, path))  # false when the name exists
-        finally:
-            if not renamed:
-                fs.delete(tmp, False)
-        return renamed
+        return self.fs.create_new(uri, data)
 
     def read(self, uri: str) -> bytes | None:
-        path, fs = self._fs(uri)
-        if not fs.exists(path):
-            return None
-        stream = fs.open(path)
-        try:
-            data: bytes = self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
-        finally:
-            stream.close()
-        return data
+        return self.fs.read(uri) if self.fs.exists(uri) else None
 
     def names(self, folder: str) -> list[str]:
-        path, fs = self._fs(folder)
-        if not fs.exists(path):
-            return []
-        return sorted(
-            name
-            for s in fs.listStatus(path)
-            if s.isFile() and not (name := s.getPath().getName()).startswith(".")
-        )
-
-
-def _lost_the_name(e: Any) -> bool:
-    """Whether a failed create lost to another writer: the name existed already
-    (FileAlreadyExistsException), or S3 refused the conditional PUT (412 Precondition
-    Failed, which S3A raises as RemoteFileChangedException)."""
-    java = e.java_exception
-    while java is not None:
-        name = java.getClass().getName()
-        if name.endswith(("RemoteFileChangedException", "FileAlreadyExistsException")):
-            return True
-        java = java.getCause()
-    return False
+        return [n for n in self.fs.names(folder) if not n.startswith(".")]
 
 
 class GroupStore:
@@ -314,7 +246,7 @@ def group_store(root: str, spark: Any = None) -> GroupStore:
         )
     if spark is None:
         raise GroupStoreError(f"the group store at {root} needs a Spark session")
-    return GroupStore(HadoopRecords(spark), root)
+    return GroupStore(HadoopRecords(HadoopFs(spark, root)), root)
 
 
 def probe(store: GroupStore) -> None:

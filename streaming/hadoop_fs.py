@@ -13,6 +13,7 @@ batch, and Spark runs it again.
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # settings join URIs without importing pyspark
@@ -91,5 +92,53 @@ class HadoopFs:
             stream.close()
         return synced
 
+    def create_new(self, uri: str, data: bytes) -> bool:
+        """Put-if-absent (the group store's one write): ``data`` under ``uri`` only if
+        nothing is there; False when another writer has the name. ``s3a://``: one
+        conditional PUT (``If-None-Match: *``, S3A's ``fs.option.create.conditional.
+        overwrite``); other filesystems: a temporary file renamed under the name (atomic,
+        and refused when the name exists, on HDFS and ABFS with a hierarchical namespace)."""
+        from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
+
+        path = self._path(uri)
+        if str(self._fs.getScheme()) == "s3a":
+            try:
+                # S3A checks the name first (a name taken before is refused here), then
+                # the PUT on close carries If-None-Match: * (a race lost is refused there).
+                builder = self._fs.createFile(path).overwrite(False)
+                stream = builder.must(CONDITIONAL_CREATE, True).build()
+                stream.write(bytearray(data))
+                stream.close()  # the PUT: only now is the object created, if absent
+            except Py4JJavaError as e:
+                if _lost_the_name(e):
+                    return False
+                raise
+            return True
+        tmp = join(uri.rsplit("/", 1)[0], f".tmp-{uuid.uuid4().hex}")
+        self.create(tmp, data)
+        renamed = False
+        try:
+            renamed = bool(self._fs.rename(self._path(tmp), path))  # false: the name exists
+        finally:
+            if not renamed:
+                self.delete(tmp)
+        return renamed
+
     def delete(self, uri: str) -> None:
         self._fs.delete(self._path(uri), False)
+
+
+CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite"
+
+
+def _lost_the_name(e: Any) -> bool:
+    """Whether a failed create lost to another writer: the name existed already
+    (FileAlreadyExistsException), or S3 refused the conditional PUT (412 Precondition
+    Failed, which S3A raises as RemoteFileChangedException)."""
+    java = e.java_exception
+    while java is not None:
+        name = java.getClass().getName()
+        if name.endswith(("RemoteFileChangedException", "FileAlreadyExistsException")):
+            return True
+        java = java.getCause()
+    return False

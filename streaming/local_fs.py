@@ -29,9 +29,9 @@ def local_path(uri: str) -> str | None:
     return None
 
 
-def write_synced(path: str, data: bytes) -> None:
+def write_synced(path: str, data: bytes, mode: int = 0o644) -> None:
     """Write a new file (fails if ``path`` exists) and sync it to disk."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         view = memoryview(data)
         while view:

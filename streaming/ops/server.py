@@ -57,6 +57,7 @@ from coordinator.commands import CommandError, OperatorCommand, refusal
 from coordinator.ids import ShardId, TargetId
 from shardmerge.printable import printable
 from streaming.config import LOOPBACK, OpsSettings
+from streaming.local_fs import write_synced
 
 __all__ = ["OpsServer", "command_from_json"]
 
@@ -68,7 +69,6 @@ STATIC = {
     "app.css": "text/css; charset=utf-8",
 }
 API = ("locks", "shards", "progress", "dead-letters", "commands")
-ACTIONS = ("skip", "exec", "replace", "force-remove", "retry")
 HEADERS = {
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",
@@ -101,9 +101,6 @@ def command_from_json(body: dict[str, Any]) -> OperatorCommand:
     unknown = set(body) - {"target", "action", "shard", "statements"}
     if unknown:
         raise CommandError(f"unknown field(s) {', '.join(sorted(map(repr, unknown)))}")
-    action = body.get("action")
-    if action not in ACTIONS:
-        raise CommandError(f"action must be one of {', '.join(ACTIONS)}, not {action!r}")
     for field in ("target", "shard"):
         if body.get(field) is not None and not isinstance(body[field], str):
             raise CommandError(f"{field} must be a string")
@@ -113,7 +110,7 @@ def command_from_json(body: dict[str, Any]) -> OperatorCommand:
     try:
         return OperatorCommand.of(
             TargetId.parse(body.get("target") or ""),
-            action,
+            str(body.get("action")),
             ShardId.parse(body["shard"]) if body.get("shard") else None,
             tuple(statements),
         )
@@ -135,9 +132,7 @@ def _write_secret(path: str, text: str) -> None:
     if folder:
         os.makedirs(folder, mode=0o700, exist_ok=True)
     tmp = f"{path}.{uuid.uuid4().hex[:8]}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text + "\n")
+    write_synced(tmp, (text + "\n").encode(), mode=0o600)
     os.replace(tmp, path)
 
 
