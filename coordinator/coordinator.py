@@ -48,6 +48,7 @@ from schemas.changes import (
     SchemaChange,
     TruncateTable,
 )
+from schemas.connect import carried_schema, parse_fields
 from schemas.ddl import apply, parse_ddl
 from schemas.errors import DDLError, SchemaError
 from schemas.lattice import diff
@@ -144,6 +145,8 @@ class Ghost:
 
     schema: TableSchema
     statements: list[str] = field(default_factory=list)
+    # The schema is the one the shadow's rows carried (its CREATE never read).
+    carried: bool = False
 
 
 class Coordinator:
@@ -160,6 +163,9 @@ class Coordinator:
         self.where: dict[ShardId, TargetId] = {}  # shard -> its target
         self.versions: dict[ShardId, int] = {}  # last table version per shard (ABA)
         self.ghosts: dict[ShardId, Ghost] = {}
+        # Per shadow table whose CREATE was never read: the row schemas its rows carried
+        # (Connect fields as JSON text), each with the position of its first row, in order.
+        self.carried: dict[ShardId, list[tuple[Position, str]]] = {}
         # Routed tables whose rows came before their CREATE TABLE (another topic): held.
         self.unregistered: dict[ShardId, Position] = {}
         # Per table named by a DDL event, and the stream it came on (kept after a DROP or
@@ -669,8 +675,45 @@ class Coordinator:
             "arrived; waiting for its DDL",
         )
 
+    def shadow_rows(self, shard: ShardId, seen: Sequence[tuple[Position, str]]) -> None:
+        """Rows of the online-DDL shadow table ``shard`` carry these row schemas (JSON text
+        of Connect fields, as Debezium sends them with ``schemas.enable``), each with the
+        position of its first row. Kept for a cut-over whose shadow's CREATE the job never
+        read (a migration that began before the job): then its schema is the one its last
+        rows before the cut-over carried (:func:`schemas.connect.carried_schema`). Rows of
+        any other table, and of a shadow whose CREATE was read, change nothing."""
+        if self.router.kind(shard) is not TableKind.SHADOW or shard in self.ghosts:
+            return
+        merged: list[tuple[Position, str]] = []
+        for position, text in sorted([*self.carried.get(shard, []), *seen], key=lambda p: p[0]):
+            if not merged or merged[-1][1] != text:
+                merged.append((position, text))  # a schema is kept from its first row on
+        self.carried[shard] = merged
+
+    def _carried_ghost(self, shadow: ShardId, real: ShardState, position: Position) -> Ghost | str:
+        """The shadow's schema from its rows, read against ``real`` (see shadow_rows), or
+        why there is none."""
+        kept = self.carried.pop(shadow, [])
+        before = [t for p, t in kept if position is None or p < position]
+        later = [(p, t) for p, t in kept if not (position is None or p < position)]
+        if later:
+            self.carried[shadow] = later  # a next migration's shadow, seen ahead
+        if not before:
+            return (
+                "the job never saw that table (the migration began before the job's first offset)"
+            )
+        try:
+            t = self.targets[self.where[real.shard]]
+            others = [s.schema for s in t.shards.values() if s is not real]
+            known = tuple(x for x in (t.downstream(), *others) if x is not None)
+            schema = carried_schema(real.schema, parse_fields(before[-1]), known)
+        except SchemaError as e:
+            return f"the schema its rows carry cannot be read back: {e}"
+        return Ghost(schema, carried=True)
+
     def _drop(self, shard: ShardId, out: list[Decision]) -> None:
         self.ghosts.pop(shard, None)
+        self.carried.pop(shard, None)
         tid = self.where.pop(shard, None)
         if tid is None:
             return
@@ -761,15 +804,19 @@ class Coordinator:
         adds and modifies columns; a difference that drops and adds columns could be a
         rename, which a diff cannot tell, and waits for the operator with the statement
         spelled out. A shadow the job never saw at all waits for the operator too."""
-        ghost = self.ghosts.pop(shadow, None)
+        ghost: Ghost | str | None = self.ghosts.pop(shadow, None)
         st = self.shard_state(real)
         if st is None:
+            self.carried.pop(shadow, None)
             return
         target = self.where[real]
         if ghost is None:
+            ghost = self._carried_ghost(shadow, st, position)
+        else:
+            self.carried.pop(shadow, None)
+        if isinstance(ghost, str):
             reason = (
-                f"online-DDL cut-over from {shadow.table}, but the job never saw that table "
-                "(the migration began before the job's first offset): its schema is "
+                f"online-DDL cut-over from {shadow.table}, but {ghost}: its schema is "
                 f"unknown. Give the migration's ALTER with `shardmerge unlock {target} "
                 f"--shard {real} --action replace --sql 'ALTER TABLE {real.table} ...'`, "
                 "or skip it if it changed nothing downstream"
@@ -793,9 +840,10 @@ class Coordinator:
             kinds = {type(s) for s in specs}
             if DropColumn in kinds and AddColumn in kinds:
                 sql = alter_sql(real.table, tuple(specs))
+                told = " (as its rows carry it)" if ghost.carried else ""
                 reason = (
                     f"online-DDL cut-over from {shadow.table}, whose ALTER began before the "
-                    f"job: the shadow's schema differs by {sql}, which drops and adds "
+                    f"job: the shadow's schema{told} differs by {sql}, which drops and adds "
                     "columns, and a column rename cannot be told from that. Give the "
                     f"migration's ALTER with `shardmerge unlock {target} --shard {real} "
                     "--action replace --sql '...'` (this statement if it is right)"

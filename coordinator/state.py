@@ -105,6 +105,10 @@ def _snapshot(c: Coordinator) -> dict[str, Any]:
         [str(s), {"schema": w.schema(g.schema, s.table), "statements": list(g.statements)}]
         for s, g in c.ghosts.items()
     ]
+    carried = [
+        [str(s), [[_json(p, s, "shadow rows from"), text] for p, text in seen]]
+        for s, seen in c.carried.items()
+    ]
     unregistered = [[str(s), _json(p, s, "held from")] for s, p in c.unregistered.items()]
     origins = [
         [k, _json(list(o.origin), k, "DDL origin"), list(o.digests)]
@@ -119,6 +123,7 @@ def _snapshot(c: Coordinator) -> dict[str, Any]:
         "versions": [[str(s), v] for s, v in c.versions.items()],
         "unregistered": unregistered,
         "ghosts": ghosts,
+        "carried": carried,
         "ddl_origins": origins,
     }
 
@@ -349,6 +354,8 @@ def _restore(
     for s, g in data["ghosts"]:
         shard = r.shard(s)
         c.ghosts[shard] = Ghost(r.schema(g["schema"], shard.table), list(g["statements"]))
+    # Row schemas of shadow tables (absent from a state saved before they were kept).
+    c.carried = {r.shard(s): [(p, text) for p, text in seen] for s, seen in data.get("carried", [])}
     c.ddl_origins = {
         k: DDLOrigin(tuple(origin), list(digests)) for k, origin, digests in data["ddl_origins"]
     }

@@ -1,5 +1,5 @@
-"""A table schema as Debezium MySQL writes it: Kafka Connect field schemas, row values,
-and ``tableChanges`` columns. Used by the producer to build realistic envelopes.
+"""A table schema as Debezium MySQL writes it: row values and ``tableChanges`` columns
+(the field schemas are :mod:`schemas.connect`'s). Used by the producer to build realistic envelopes.
 
 Types follow Debezium's MySQL defaults (``time.precision.mode=adaptive_time_microseconds``,
 ``bigint.unsigned.handling.mode=long``, ``binary.handling.mode=bytes``): see the connector
@@ -14,14 +14,13 @@ import base64
 import datetime as dt
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any
 
-from schemas.model import Column, ColumnType, TableSchema
-
-# Kafka Connect's logical type name for DECIMAL (bytes holding the unscaled value).
-DECIMAL_LOGICAL = "org.apache.kafka.connect.data.Decimal"
+from schemas.connect import DECIMAL_LOGICAL, DecimalMode, connect_field, value_fields
+from schemas.model import ColumnType, TableSchema
 
 __all__ = [
+    "DECIMAL_LOGICAL",
     "DecimalMode",
     "connect_field",
     "connect_value",
@@ -30,24 +29,10 @@ __all__ = [
     "value_fields",
 ]
 
-DecimalMode = Literal["string", "base64"]
 Converter = Callable[[Any], Any]
 
 EPOCH = dt.datetime(1970, 1, 1)
 EPOCH_DATE = dt.date(1970, 1, 1)
-_INT = {
-    "TINYINT": ("int16", "int16"),
-    "SMALLINT": ("int16", "int32"),
-    "MEDIUMINT": ("int32", "int32"),
-    "INT": ("int32", "int64"),
-    "BIGINT": ("int64", "int64"),
-}
-_TEMPORAL = {
-    "DATE": ("int32", "io.debezium.time.Date"),
-    "TIME": ("int64", "io.debezium.time.MicroTime"),
-    "TIMESTAMP": ("string", "io.debezium.time.ZonedTimestamp"),
-    "YEAR": ("int32", "io.debezium.time.Year"),
-}
 _JDBC = {
     "TINYINT": -6,
     "SMALLINT": 5,
@@ -71,58 +56,6 @@ _JDBC = {
     "ENUM": 1,
     "SET": 1,
 }
-
-
-def connect_field(col: Column, decimal_mode: DecimalMode = "string") -> dict[str, Any]:
-    """The Connect schema of one column, as the JsonConverter writes it."""
-    ctype, params = col.type, None
-    t = ctype.base
-    if t in _INT:
-        kind, name = _INT[t][1 if ctype.unsigned else 0], None
-    elif t in ("FLOAT", "DOUBLE"):
-        kind, name = ("float" if t == "FLOAT" else "double"), None
-    elif t == "DECIMAL":
-        if decimal_mode == "string":
-            kind, name = "string", None
-        else:
-            kind, name = "bytes", DECIMAL_LOGICAL
-            params = {
-                "scale": str(ctype.scale or 0),
-                "connect.decimal.precision": str(ctype.length or 10),
-            }
-    elif t == "DATETIME":
-        micro = (ctype.length or 0) > 3
-        kind = "int64"
-        name = "io.debezium.time.MicroTimestamp" if micro else "io.debezium.time.Timestamp"
-    elif t in _TEMPORAL:
-        kind, name = _TEMPORAL[t]
-    elif t == "BIT":
-        if (ctype.length or 1) == 1:
-            kind, name = "boolean", None
-        else:
-            kind, name, params = "bytes", "io.debezium.data.Bits", {"length": str(ctype.length)}
-    elif t in ("BINARY", "VARBINARY") or t.endswith("BLOB"):
-        kind, name = "bytes", None
-    elif t in ("ENUM", "SET"):
-        kind = "string"
-        name = "io.debezium.data.Enum" if t == "ENUM" else "io.debezium.data.EnumSet"
-        params = {"allowed": ",".join(ctype.members)}
-    elif t == "JSON":
-        kind, name = "string", "io.debezium.data.Json"
-    else:  # CHAR, VARCHAR, TEXT, and types Debezium also writes as strings
-        kind, name = "string", None
-    out: dict[str, Any] = {"type": kind, "optional": col.nullable}
-    if name:
-        out["name"], out["version"] = name, 1
-    if params:
-        out["parameters"] = params
-    out["field"] = col.name
-    return out
-
-
-def value_fields(schema: TableSchema, decimal_mode: DecimalMode = "string") -> list[dict[str, Any]]:
-    """The fields of the row struct (``before``/``after``) of a table."""
-    return [connect_field(c, decimal_mode) for c in schema.columns]
 
 
 def connect_value(ctype: ColumnType, value: Any, decimal_mode: DecimalMode = "string") -> Any:

@@ -196,7 +196,10 @@ class _Run:
         self.upstream = Upstream()
         self.producers: dict[str, DebeziumProducer] = {}
         self.make_producer = lambda source: DebeziumProducer(
-            session.broker.bootstrap, source, topic_namespace=f"{self.run_id}_"
+            session.broker.bootstrap,
+            source,
+            topic_namespace=f"{self.run_id}_",
+            schemas_enable=scenario.row_schemas,
         )
         self.error: str | None = None
         self.result: ScenarioResult | None = None
@@ -307,7 +310,8 @@ class _Run:
             shard = ShardId.parse(name)
             schema = parse_create_table(sql)
             self.upstream.create(shard, schema)
-            self.producer(shard.source).ddl(shard.db, shard.table, sql, schema)
+            if name not in self.scenario.unseen:
+                self.producer(shard.source).ddl(shard.db, shard.table, sql, schema)
 
     def finish(self, seen: Observation) -> list[str]:
         """Checks an engine adds after the run (none here)."""

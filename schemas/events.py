@@ -34,6 +34,7 @@ class ShardEvent(BaseModel):
     gtid: str | None = None
     ts_ms: int | None = None
     schema_fp: str | None = None
+    row_schema: str | None = None
     snapshot: bool = False
     topic: str = ""
     partition: int = 0

@@ -265,13 +265,18 @@ class _Batch(WriteStep):
             # The sources read to the end of their schema-change topics: their rows that
             # need a DDL not read are dead letters (streaming.rows.no_ddl_sql).
             self.caught = self.p.caught_up.sources(self.batch, self.logged)
-            shards, prints, self.caught_sources = first_rows(rows, read_ahead_sql(self.caught))
+            first = first_rows(rows, read_ahead_sql(self.caught))
+            shards, prints, self.caught_sources = first.shards, first.prints, first.caught
             obs.lap("decode")
             self.stats.decode_seconds = round(time.monotonic() - started, 3)
             decide_start = time.monotonic()
             self.step("decide")
             # 5. decide
             planner = Planner(self.c)
+            # The row schemas of online-DDL shadow tables, for a cut-over in this batch or
+            # a later one whose shadow's CREATE was never read.
+            for shard, seen in sorted(first.shadows.items(), key=lambda kv: str(kv[0])):
+                self.c.shadow_rows(shard, seen)
             for j, r in enumerate(controls):
                 try:
                     self.control(r, planner)
@@ -435,21 +440,33 @@ class _Batch(WriteStep):
             planner.refresh(seg)
 
 
-def first_rows(
-    rows: DataFrame, caught: str = "false"
-) -> tuple[dict[ShardId, Any], dict[ShardId, list[tuple[Any, str]]], set[str]]:
-    """One small aggregate of the batch's rows: each shard's first position, the schema
-    fingerprints its rows carry, each with the position of its first row, and the upstream
-    sources all of whose rows in the batch came from a caught-up source (``caught``, see
-    :func:`streaming.rows.read_ahead_sql`)."""
+@dataclass
+class FirstRows:
+    """What the batch's rows tell per shard before anything is decided: ``shards``, each
+    shard's first position; ``prints``, the schema fingerprints its rows carry, each with
+    the position of its first row; ``shadows``, the same for the row schemas of online-DDL
+    shadow tables; ``caught``, the upstream sources all of whose rows in the batch came
+    from a caught-up source (see :func:`streaming.rows.read_ahead_sql`)."""
+
+    shards: dict[ShardId, Any]
+    prints: dict[ShardId, list[tuple[Any, str]]]
+    shadows: dict[ShardId, list[tuple[Any, str]]]
+    caught: set[str]
+
+
+def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:
+    """One small aggregate of the batch's rows (see :class:`FirstRows`)."""
     shards: dict[ShardId, Any] = {}
     prints: dict[ShardId, list[tuple[Any, str]]] = {}
+    shadows: dict[ShardId, list[tuple[Any, str]]] = {}
     sources: dict[str, bool] = {}
     for r in (
         rows.groupBy("source", "db", "tbl", "schema_fp")
         .agg(
             F.min("_okey").alias("first"),
             F.min(F.expr(f"CASE WHEN {caught} THEN 1 ELSE 0 END")).alias("caught"),
+            # one text per fingerprint: the fingerprint is its hash
+            F.max("row_schema").alias("row_schema"),
         )
         .collect()
     ):
@@ -460,7 +477,10 @@ def first_rows(
             shards[shard] = position
         if r["schema_fp"] is not None:
             prints.setdefault(shard, []).append((position, r["schema_fp"]))
-    return shards, prints, {s for s, all_caught in sources.items() if all_caught}
+        if r["row_schema"] is not None:
+            shadows.setdefault(shard, []).append((position, r["row_schema"]))
+    caught_sources = {s for s, all_caught in sources.items() if all_caught}
+    return FirstRows(shards, prints, shadows, caught_sources)
 
 
 def _wait_json(w: WaitView) -> dict[str, Any]:

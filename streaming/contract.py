@@ -23,6 +23,11 @@ Fields:
 - ``schema_fp``: a fingerprint of the row's schema as the connector sent it (Debezium with
   ``schemas.enable``: a hash of the value schema's ``after`` fields), None when unknown. A
   row whose fingerprint changed proves a DDL came before it.
+- ``row_schema``: for rows of online-DDL shadow tables only (gh-ost ``_t_gho``, pt-osc
+  ``_t_new``), the text the fingerprint hashes: per row field ``[field, type, name,
+  optional, parameters]`` as canonical JSON (``schemas.connect.row_schema_text``); None
+  otherwise. A cut-over whose shadow's CREATE the job never read takes the shadow's
+  schema from it.
 - ``snapshot``: True for rows of an initial snapshot.
 - ``topic``, ``partition``, ``offset``: the Kafka record the event came from;
   ``format``: ``debezium``, ``canal`` or ``maxwell``.
@@ -58,6 +63,7 @@ EVENT_SCHEMA = StructType(
         StructField("gtid", StringType(), True),
         StructField("ts_ms", LongType(), True),
         StructField("schema_fp", StringType(), True),
+        StructField("row_schema", StringType(), True),
         StructField("snapshot", BooleanType(), False),
         StructField("topic", StringType(), False),
         StructField("partition", IntegerType(), False),

@@ -21,7 +21,9 @@ from streaming.quoting import ident, table_at
 
 __all__ = ["STASH_COLUMNS", "Stash", "append"]
 
-STASH_COLUMNS = [f.name for f in EVENT_SCHEMA.fields]
+# A stashed row is a shard table's, never an online-DDL shadow's: no row_schema (a stash
+# created before that column existed keeps its columns).
+STASH_COLUMNS = [f.name for f in EVENT_SCHEMA.fields if f.name != "row_schema"]
 KEY = ["topic", "partition", "offset"]
 
 

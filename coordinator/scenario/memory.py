@@ -34,6 +34,7 @@ from coordinator.scenario.moving import MoveDriver
 from coordinator.scenario.observe import Observation, observe
 from coordinator.scenario.upstream import RowEvent, Upstream
 from coordinator.state import restore, snapshot
+from schemas.connect import row_schema_text, value_fields
 from schemas.ddl import parse_create_table
 from schemas.dml import parse_dml
 from shardmerge.errors import ShardMergeError
@@ -70,6 +71,8 @@ class MemoryEngine:
             shard = ShardId.parse(name)
             schema = parse_create_table(sql)
             self.upstream.create(shard, schema)
+            if name in self.scenario.unseen:
+                continue  # exists upstream; the job never reads its CREATE
             if self.mover is not None and self.mover.register(shard, schema):
                 continue
             self.execute(self.coordinator.register(shard, schema, 0))
@@ -124,6 +127,10 @@ class MemoryEngine:
     def row(self, event: RowEvent, position: Position) -> None:
         if self.mover is not None and self.mover.take_row(event, position):
             return
+        if self.scenario.row_schemas:
+            # as the streaming job keeps them: only an online-DDL shadow's are used
+            text = row_schema_text(value_fields(event.schema))
+            self.coordinator.shadow_rows(event.shard, [(position, text)])
         route = self.coordinator.route_row(event.shard)
         if route.action == "hold":
             self.stash[(event.shard, route.version)].append((position, event))

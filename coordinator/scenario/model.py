@@ -115,6 +115,11 @@ class Scenario(_Strict):
     target: str = Field(pattern=r"^[^.\s]+\.[^.\s]+$")
     extract: Extract | None = None
     shards: dict[str, str]
+    # Tables of `shards` that exist upstream at the start but whose CREATE the job never
+    # reads (e.g. an online-DDL shadow table made before the job's first offset).
+    unseen: list[str] = Field(default_factory=list)
+    # Rows carry their table's schema (Debezium with `schemas.enable`).
+    row_schemas: bool = False
     steps: list[Step] = Field(default_factory=list)
     expect: Expect | None = None
     moves: list[MoveSettings] = Field(default_factory=list)
@@ -133,6 +138,13 @@ class Scenario(_Strict):
                     f"{kind} takes {', '.join(ALLOWED.get(kind, ()))}"
                 )
         return value
+
+    @model_validator(mode="after")
+    def _unseen(self) -> Scenario:
+        for name in self.unseen:
+            if name not in self.shards:
+                raise ValueError(f"unseen: {name!r} is not one of the file's shards")
+        return self
 
     @model_validator(mode="after")
     def _moves(self) -> Scenario:

@@ -24,6 +24,7 @@ in several ways gets the same reason from both. How each quirk is decoded in the
 
 from __future__ import annotations
 
+from coordinator.routing import SHADOW_TABLE
 from streaming._decode.sql import (
     Stage,
     case,
@@ -153,10 +154,21 @@ def stages(source_map: str) -> list[Stage]:
         (
             [
                 (
-                    "_fp",
-                    "CASE WHEN size(_rowf) > 0 THEN "
-                    "substr(sha1(concat('[', "
-                    f"array_join(transform(_rowf, f -> {fp_item}), ','), ']')), 1, 16) END",
+                    "_fptext",
+                    "CASE WHEN size(_rowf) > 0 THEN concat('[', "
+                    f"array_join(transform(_rowf, f -> {fp_item}), ','), ']') END",
+                )
+            ],
+            (),
+        ),
+        (
+            [
+                ("_fp", "substr(sha1(_fptext), 1, 16)"),
+                # The row schema itself only for online-DDL shadow tables (the cut-over of
+                # a shadow whose CREATE the job never read takes its schema from its rows).
+                (
+                    "_rsch",
+                    f"CASE WHEN _b.source.table rlike {lit(SHADOW_TABLE.pattern)} THEN _fptext END",
                 ),
                 (
                     "_dec",
@@ -166,7 +178,7 @@ def stages(source_map: str) -> list[Stage]:
                     f"concat({_json_str('f.field')}, ':'), 'scale', f.parameters['scale'])) END",
                 ),
             ],
-            ("_rowf",),
+            ("_rowf", "_fptext"),
         ),
         *_convert_stages(),
     ]
@@ -461,6 +473,7 @@ def events_sql() -> str:
         after=_image("after"),
         ts_ms="coalesce(try_cast(_b.source.ts_ms AS BIGINT), try_cast(_b.ts_ms AS BIGINT))",
         schema_fp="_fp",
+        row_schema="_rsch",
         **common,
     )
     db = "coalesce(nullif(_b.source.db, ''), _b.databaseName)"

@@ -50,6 +50,7 @@ EVENT_FIELDS: tuple[tuple[str, str], ...] = (
     ("gtid", "STRING"),
     ("ts_ms", "BIGINT"),
     ("schema_fp", "STRING"),
+    ("row_schema", "STRING"),
     ("snapshot", "BOOLEAN"),
 )
 EVENT_TYPE = "array<struct<" + ",".join(f"{n}:{t}" for n, t in EVENT_FIELDS) + ">>"

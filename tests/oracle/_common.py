@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from shardmerge.errors import ShardMergeError
 
-__all__ = ["DecodeError", "fingerprint", "join_path", "validate"]
+__all__ = ["DecodeError", "canonical", "fingerprint", "join_path", "validate"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -59,8 +59,12 @@ def fingerprint(obj: Any) -> str:
     """A short stable hash of a JSON value: sha1 of its canonical JSON (sorted keys, no
     spaces, UTF-8, non-ASCII kept), first 16 hex digits. The Spark decoder computes the same
     string, so the canonical form is part of the contract."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha1(canonical(obj).encode("utf-8")).hexdigest()[:16]
+
+
+def canonical(obj: Any) -> str:
+    """A JSON value's canonical text (sorted keys, no spaces, non-ASCII kept)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _json_kind(value: Any) -> str:

@@ -28,8 +28,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from coordinator.routing import SHADOW_TABLE
 from schemas.events import ShardEvent
-from tests.oracle._common import DecodeError, fingerprint, validate
+from tests.oracle._common import DecodeError, canonical, fingerprint, validate
 
 __all__ = [
     "DECIMAL_LOGICAL",
@@ -161,6 +162,11 @@ def decode_debezium(
             after=after,
             ts_ms=src.ts_ms if src.ts_ms is not None else payload.ts_ms,
             schema_fp=fingerprint(_fp_form(value_fields)) if value_fields else None,
+            row_schema=(
+                canonical(_fp_form(value_fields))
+                if value_fields and SHADOW_TABLE.match(src.table)
+                else None
+            ),
         )
     ]
 
