@@ -853,7 +853,8 @@ class Coordinator:
         change = AlterTable(TableName(real.table), tuple(specs))
         if position is not None:
             st.altered_at(position)  # the real table's rows from here on are the shadow's
-        self._lock_ddl(st, PendingDDL(alter_sql(real.table, change.specs), position, change), out)
+        sql = alter_sql(real.table, change.specs)
+        self._lock_ddl(st, PendingDDL(sql, position, change, carried=ghost.carried), out)
 
     def _schema_of(self, shard: ShardId) -> TableSchema | None:
         st = self.shard_state(shard)

@@ -12,16 +12,41 @@ order they were held; DDLs they ran meanwhile are then processed one by one, whi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from coordinator.decisions import Decision
 from coordinator.locks import LockRules
 from coordinator.target import PendingDDL, ShardState, Target
 from schemas.changes import AlterTable
+from schemas.connect import ConnectField, connect_field
 from schemas.ddl import apply, effect, normalize_schema
 from schemas.errors import Incompatible, SchemaError
 from schemas.lattice import compare
 from schemas.model import TableSchema
 
 __all__ = ["PessimisticRules"]
+
+
+def _same_reading(st: ShardState, a: PendingDDL, b: PendingDDL) -> bool:
+    """Whether two DDLs make the same change once column types are read as a Kafka Connect
+    schema gives them (same columns, order, nullability and kept data; each type giving the
+    same Connect field): one of them was read back from a shadow's rows."""
+    if not isinstance(a.change, AlterTable) or not isinstance(b.change, AlterTable):
+        return False
+    try:
+        ea, eb = effect(a.change, st.schema), effect(b.change, st.schema)
+    except SchemaError:
+        return False
+    if ea[1] != eb[1] or ea[0].column_names() != eb[0].column_names():
+        return False
+    return all(
+        ca.nullable == cb.nullable
+        and (
+            ConnectField.of(connect_field(ca)).same_as(cb)
+            or ConnectField.of(connect_field(cb)).same_as(ca)
+        )
+        for ca, cb in zip(ea[0].columns, eb[0].columns, strict=True)
+    )
 
 
 def _same(st: ShardState, a: PendingDDL, b: PendingDDL) -> bool:
@@ -64,6 +89,20 @@ class PessimisticRules(LockRules):
         elif _same(st, ddl, t.expected):
             t.ready.append(st.shard)
             t.hold(st, ddl, f"shard {st.shard} ran {ddl.sql!r}; waiting for the other shards", out)
+        elif ddl.carried != t.expected.carried and _same_reading(st, ddl, t.expected):
+            # One side was read from a shadow's rows (a Connect schema), the other is the
+            # statement itself: the statement says what the reading could not.
+            exact = t.expected if ddl.carried else ddl
+            if not ddl.carried:
+                for shard in t.ready:  # the shards held on the reading take the statement
+                    held = t.shards[shard]
+                    at = held.pending[0].position
+                    held.pending = [replace(exact, position=at), *held.pending[1:]]
+                t.expected = t.shards[t.ready[0]].pending[0]
+            t.ready.append(st.shard)
+            mine = replace(exact, position=ddl.position)
+            why = f"shard {st.shard} ran {mine.sql!r}; waiting for the other shards"
+            t.hold(st, mine, why, out)
         else:
             first = t.ready[0] if t.ready else None
             self.block(

@@ -186,6 +186,8 @@ class _Writer:
             out["position"] = _json(d.position, *where, "position of", repr(d.sql))
         if d.error is not None:
             out["error"] = d.error
+        if d.carried:
+            out["carried"] = True
         change = d.change
         if change is None:
             return out
@@ -412,7 +414,9 @@ class _Reader:
                 change = CreateTable(table, schema, raw.get("if_not_exists", False), ignored)
             else:
                 change = TruncateTable(table)
-        return PendingDDL(raw["sql"], raw.get("position"), change, raw.get("error"))
+        return PendingDDL(
+            raw["sql"], raw.get("position"), change, raw.get("error"), raw.get("carried", False)
+        )
 
 
 # What a saved shard leaves out: its fields at their defaults (and empty lists).

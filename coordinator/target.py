@@ -60,12 +60,16 @@ class PendingDDL:
     """A shard DDL waiting in the lock: its text, where it happened, what it does.
 
     ``change`` is None when the statement could not be parsed (``error`` says why).
+    ``carried``: see the field.
     """
 
     sql: str
     position: Position
     change: AlterTable | TruncateTable | CreateTable | None
     error: str | None = None
+    # Read from the schema an online-DDL shadow's rows carried: its column types are only
+    # as exact as a Kafka Connect schema (schemas.connect).
+    carried: bool = False
 
 
 @dataclass
