@@ -27,17 +27,29 @@ from schemas.model import TableSchema
 __all__ = ["PessimisticRules"]
 
 
+_Effect = tuple[TableSchema, tuple[tuple[str, str | None], ...]]
+
+
+def _effects(st: ShardState, a: PendingDDL, b: PendingDDL) -> tuple[_Effect, _Effect] | None:
+    """What two ALTERs make of the shard's schema (:func:`schemas.ddl.effect`), or None
+    when either is no ALTER or does not apply."""
+    if not isinstance(a.change, AlterTable) or not isinstance(b.change, AlterTable):
+        return None
+    try:
+        return effect(a.change, st.schema), effect(b.change, st.schema)
+    except SchemaError:
+        return None
+
+
 def _same_reading(st: ShardState, a: PendingDDL, b: PendingDDL) -> bool:
     """Whether two DDLs make the same change once column types are read as a Kafka Connect
     schema gives them (same columns, order, nullability and kept data; each type giving the
     same Connect field): one of them was read back from a shadow's rows."""
-    if not isinstance(a.change, AlterTable) or not isinstance(b.change, AlterTable):
+    effects = _effects(st, a, b)
+    if effects is None:
         return False
-    try:
-        ea, eb = effect(a.change, st.schema), effect(b.change, st.schema)
-    except SchemaError:
-        return False
-    if ea[1] != eb[1] or ea[0].column_names() != eb[0].column_names():
+    (sa, ka), (sb, kb) = effects
+    if ka != kb or sa.column_names() != sb.column_names():
         return False
     return all(
         ca.nullable == cb.nullable
@@ -45,7 +57,7 @@ def _same_reading(st: ShardState, a: PendingDDL, b: PendingDDL) -> bool:
             ConnectField.of(connect_field(ca)).same_as(cb)
             or ConnectField.of(connect_field(cb)).same_as(ca)
         )
-        for ca, cb in zip(ea[0].columns, eb[0].columns, strict=True)
+        for ca, cb in zip(sa.columns, sb.columns, strict=True)
     )
 
 
@@ -58,13 +70,11 @@ def _same(st: ShardState, a: PendingDDL, b: PendingDDL) -> bool:
     DDL, a DROP and an ADD of the same name are not a rename."""
     if a is b:
         return True
-    if not isinstance(a.change, AlterTable) or not isinstance(b.change, AlterTable):
+    effects = _effects(st, a, b)
+    if effects is None:
         return False
-    try:
-        ea, eb = effect(a.change, st.schema), effect(b.change, st.schema)
-    except SchemaError:
-        return False
-    return (normalize_schema(ea[0]), ea[1]) == (normalize_schema(eb[0]), eb[1])
+    (sa, ka), (sb, kb) = effects
+    return (normalize_schema(sa), ka) == (normalize_schema(sb), kb)
 
 
 class PessimisticRules(LockRules):
