@@ -507,6 +507,8 @@ class Coordinator:
                     self._drop(s, out)
                 for s in [s for s in self.ghosts if s.source == shard.source and s.db == name]:
                     del self.ghosts[s]
+                for s in [s for s in self.carried if s.source == shard.source and s.db == name]:
+                    del self.carried[s]
             case CreateDatabase():
                 pass
 

@@ -35,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.ids import ShardId
-from coordinator.routing import TableKind
+from coordinator.routing import Router, TableKind
 from coordinator.scenario.model import Scenario, ScenarioFileError, Step
 from coordinator.scenario.observe import Observation, row_key
 from coordinator.scenario.runner import ScenarioResult
 from coordinator.scenario.values import fill_value
+from devkit import ghost_binary
 from devkit.scenario_spark import SparkScenarioSession, _Run, run_in_session
 from schemas.model import quote
 from shardmerge.errors import ShardMergeError
@@ -132,6 +133,9 @@ class _MariaRun(_Run):
         self.last_ddl: tuple[str, float] | None = None
         # Rows of shard tables a step dropped, read just before the drop (see finish).
         self.dropped_rows: list[tuple[ShardId, dict[str, Any]]] = []
+        # Real gh-ost migrations (SHARDMERGE_GH_OST), per shadow table: see create_tables.
+        self.gh_ost = ghost_binary.binary()
+        self.migrations: dict[ShardId, ghost_binary.GhostMigration] = {}
 
     # --- the upstream ------------------------------------------------------------------
 
@@ -201,10 +205,43 @@ class _MariaRun(_Run):
                 conn.close()
         from schemas.ddl import parse_create_table
 
+        shadows = []
         for name, sql in self.scenario.shards.items():
             shard = ShardId.parse(name)
             self.upstream.create(shard, parse_create_table(sql))
-            self.execute(shard, sql)
+            if self.real_migration(shard) is not None:
+                shadows.append(shard)  # made by gh-ost, below
+            else:
+                self.execute(shard, sql)
+        for shadow in shadows:
+            # A migration that began before the job: gh-ost makes and alters the shadow and
+            # copies the rows before capture starts, then waits at its cut-over.
+            from devkit.upstream_local import ADMIN
+
+            real = self.real_migration(shadow)
+            assert real is not None
+            migration = ghost_binary.GhostMigration(
+                self.gh_ost or "",
+                self.server(shadow.source),
+                ADMIN,
+                real,
+                self.upstream.table(real).schema,
+                self.upstream.table(shadow).schema,
+                self.root / "gh-ost",
+            )
+            self.migrations[shadow] = migration
+            migration.wait_copied()
+            print(f"    gh-ost: {real} copied to {shadow.table} ({migration.alter}); "
+                  "waiting at its cut-over", file=sys.stderr)  # fmt: skip
+
+    def real_migration(self, shard: ShardId) -> ShardId | None:
+        """With a gh-ost binary: the real table of a shadow the file lists at the start
+        beside it, which a real gh-ost run makes; else None."""
+        origin = Router.shadow_origin(shard.table)
+        if self.gh_ost is None or origin is None:
+            return None
+        real = shard.with_table(origin)
+        return real if str(real) in self.scenario.shards else None
 
     def start_capture(self) -> None:
         """One connector per source; rows already in the tables arrive as a snapshot."""
@@ -222,6 +259,19 @@ class _MariaRun(_Run):
             return
         shard = ShardId.parse(step.shard or "")
         self.space(shard.source)
+        if shard in self.migrations and step.kind != "sql":
+            # gh-ost copies the real table's rows and follows its binlog: the file's
+            # rows of the shadow are what it writes (kept in the upstream model only)
+            self.upstream.step(shard, step)
+            return
+        cut = self.cut_over_of(shard, step)
+        if cut is not None:
+            assert step.sql is not None
+            self.upstream.ddl(shard, step.sql)
+            self.migrations.pop(cut).cut_over()
+            print(f"    gh-ost: {shard} cut over", file=sys.stderr)
+            self.last_ddl = (shard.source, time.time())
+            return
         if step.kind == "sql":
             assert step.sql is not None
             self.upstream.ddl(shard, step.sql)
@@ -231,6 +281,25 @@ class _MariaRun(_Run):
         else:
             self.upstream.step(shard, step)  # an impossible step is an invalid file
             self.execute(shard, *dml_sql(shard.table, step))
+
+    def cut_over_of(self, shard: ShardId, step: Step) -> ShardId | None:
+        """The shadow of a real gh-ost migration whose cut-over RENAME ``step`` is."""
+        if step.kind != "sql" or not step.sql:
+            return None
+        from schemas.changes import RenameTable
+        from schemas.ddl import parse_ddl
+        from schemas.errors import DDLError
+
+        try:
+            changes = parse_ddl(step.sql)
+        except DDLError:
+            return None
+        for change in changes:
+            if isinstance(change, RenameTable):
+                old = ShardId(shard.source, change.old.db or shard.db, change.old.table)
+                if old in self.migrations:
+                    return old
+        return None
 
     def space(self, source: str) -> None:
         """MariaDB's binlog stamps events in whole seconds, and across sources the job can
@@ -300,6 +369,8 @@ class _MariaRun(_Run):
         try:
             return super().run()
         finally:
+            for migration in self.migrations.values():
+                migration.stop()
             for name in self.connectors:
                 try:
                     self.up.remove_connector(name)

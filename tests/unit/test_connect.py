@@ -177,3 +177,13 @@ def test_a_cut_over_whose_rows_schema_cannot_be_read_waits_and_says_why() -> Non
     assert lock.stage == "conflict" and list(lock.blocked) == [S1]
     assert "the schema its rows carry cannot be read back" in (lock.conflict or "")
     assert "primary key column 'id'" in (lock.conflict or "")
+
+
+def test_a_dropped_shadow_or_database_forgets_its_rows_schemas() -> None:
+    c, _, _ = coord()
+    c.shadow_rows(GHO, [(2, carried(SHADOW))])
+    c.on_ddl(GHO, "DROP TABLE _tb1_gho", 3)
+    assert c.carried == {}
+    c.shadow_rows(GHO, [(4, carried(SHADOW))])
+    c.on_ddl(S1, "DROP DATABASE db1", 5)
+    assert c.carried == {}
