@@ -29,7 +29,7 @@ class LockRules:
     # --- entry point for a DDL of a shard that is not held ---------------------------
 
     def on_ddl(self, t: Target, st: ShardState, ddl: PendingDDL, out: list[Decision]) -> None:
-        if t.policy:
+        if t.policy or st.ignored:
             left = self.by_policy(t, st, ddl, out)
             if left is None:
                 return
@@ -62,12 +62,14 @@ class LockRules:
         alone (ignored: the shard goes on; failed: the shard is held in ``conflict``)."""
         change = ddl.change
         if isinstance(change, AlterTable):
-            verdict = alter_verdict(t.policy, change, st.schema)
+            verdict = alter_verdict(t.policy, change, st.schema, st.ignored)
             for noted, said in verdict.notes:
                 t.note_policy(st.shard, ddl.sql, noted, said)
             if verdict.fail is not None:
                 self.fail_by_policy(t, st, ddl, *verdict.fail, out)
                 return None
+            if verdict.ignored != st.ignored:
+                st.ignored = verdict.ignored
             if verdict.project:
                 st.project = True  # its rows may carry what the downstream does not get
             if verdict.change is None:

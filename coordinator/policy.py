@@ -180,20 +180,54 @@ class AlterVerdict:
     change: AlterTable | None
     project: bool
     notes: tuple[tuple[str, Word], ...]
+    # The shard's columns left out of coordination by an `ignore`/`warn` ADD COLUMN (name
+    # keys), after this statement.
+    ignored: tuple[str, ...] = ()
 
 
-def alter_verdict(policy: Policy, change: AlterTable, schema: TableSchema) -> AlterVerdict:
-    """Apply ``policy`` to ``change`` on a shard whose schema is ``schema``."""
-    decided = [
-        (spec, strictest([(k, policy.word(k)) for k in spec_kinds(spec, schema)]))
-        for spec in change.specs
-    ]
+def alter_verdict(
+    policy: Policy, change: AlterTable, schema: TableSchema, ignored: tuple[str, ...] = ()
+) -> AlterVerdict:
+    """Apply ``policy`` to ``change`` on a shard whose schema is ``schema``.
+
+    ``ignored``: the shard's columns an earlier ``ignore``/``warn`` ADD COLUMN left out of
+    its coordination schema (name keys). A specification about such a column (modify,
+    rename, drop, an index on it) is ignored too: the column does not exist downstream or
+    in coordination, and the statement would not apply there. A column added after one
+    of them goes to the end."""
+    gone = set(ignored)
+    decided: list[tuple[AlterSpec, tuple[str, Word]]] = []
+    for spec in change.specs:
+        kinds = spec_kinds(spec, schema)
+        if gone & {name_key(n) for n in _columns_named(spec)}:
+            decided.append((spec, (kinds[0], "ignore")))
+            _follow(spec, gone)
+            continue
+        if (
+            isinstance(spec, AddColumn)
+            and spec.position
+            and spec.position.after is not None
+            and name_key(spec.position.after) in gone
+        ):
+            # a column added after an ignored one: appended (the other is not there)
+            spec = AddColumn(spec.column, None, spec.if_exists)
+        kw = strictest([(k, policy.word(k)) for k in kinds])
+        if isinstance(spec, AddColumn) and kw[1] in ("ignore", "warn"):
+            gone.add(spec.column.key)
+        decided.append((spec, kw))
+    left_out = tuple(sorted(gone))
     notes = tuple(kw for _, kw in decided if kw[1] != "forward")
     failing = [kw for kw in notes if kw[1] == "fail"]
     if failing:
-        return AlterVerdict(failing[0], None, False, notes)
+        return AlterVerdict(failing[0], None, False, notes, ignored)
     if not notes:
-        return AlterVerdict(None, change, False, ())
+        unchanged = all(a is b for a, (b, _) in zip(change.specs, decided, strict=True))
+        same = (
+            change
+            if unchanged
+            else dataclasses.replace(change, specs=tuple(spec for spec, _ in decided))
+        )
+        return AlterVerdict(None, same, False, (), left_out)
     specs: list[AlterSpec] = []
     project = False
     for spec, (_, word) in decided:
@@ -207,7 +241,36 @@ def alter_verdict(policy: Policy, change: AlterTable, schema: TableSchema) -> Al
         else:
             project = True
     left = dataclasses.replace(change, specs=tuple(specs)) if specs else None
-    return AlterVerdict(None, left, project, notes)
+    return AlterVerdict(None, left, project, notes, left_out)
+
+
+def _columns_named(spec: AlterSpec) -> tuple[str, ...]:
+    """The existing columns a specification acts on (not the one it adds)."""
+    match spec:
+        case ModifyColumn(column):
+            return (column.name,)
+        case SetDefault(name) | DropColumn(name):
+            return (name,)
+        case ChangeColumn(old) | RenameColumn(old):
+            return (old,)
+        case AddIndex(index):
+            return index.columns
+        case AddPrimaryKey(columns) | ForeignKeyIndex(_, columns):
+            return columns
+    return ()
+
+
+def _follow(spec: AlterSpec, gone: set[str]) -> None:
+    """An ignored column renamed or dropped upstream: follow it by its new name."""
+    match spec:
+        case ChangeColumn(old, column):
+            gone.discard(name_key(old))
+            gone.add(column.key)
+        case RenameColumn(old, new):
+            gone.discard(name_key(old))
+            gone.add(name_key(new))
+        case DropColumn(name):
+            gone.discard(name_key(name))
 
 
 def _kept(spec: DropColumn, schema: TableSchema) -> AlterSpec | None:

@@ -221,6 +221,8 @@ class _Writer:
             out["held_seq"] = s.held_seq
         if s.project:
             out["project"] = True
+        if s.ignored:
+            out["ignored"] = list(s.ignored)
         if s.conflict is not None:
             out["conflict"] = s.conflict
         if s.awaiting is not None:
@@ -439,6 +441,7 @@ def _shard_from_json(raw: dict[str, Any], r: _Reader) -> ShardState:
         fields["renamed"] = [(p, r.pairs(pairs)) for p, pairs in raw["renamed"]]
     else:
         fields["renamed"] = []
+    fields["ignored"] = tuple(raw.get("ignored", ()))
     return ShardState.of(fields)
 
 

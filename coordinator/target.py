@@ -109,6 +109,10 @@ class ShardState:
     # The schema fingerprint this shard's rows carry since its last ALTER (None: not seen
     # yet); a row with another one is ahead of a DDL (coordinator.fingerprints).
     fingerprint: str | None = None
+    # Columns this shard has upstream that an `ignore`/`warn` policy left out of its
+    # coordination schema (name keys): later statements about them are ignored too
+    # (coordinator.policy.alter_verdict).
+    ignored: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, fields: dict[str, Any]) -> ShardState:

@@ -286,3 +286,27 @@ def test_locks_show_which_policy_decided() -> None:
     view = _policy(c.target_views()[0])
     assert view["policy"] == {"drop_column": "keep", "truncate_table": "ignore"}
     assert view["policy_counts"] == [{"kind": "truncate_table", "policy": "ignore", "count": 1}]
+
+
+@pytest.mark.parametrize("mode", ["optimistic", "pessimistic"])
+def test_statements_about_an_ignored_column_are_ignored_too(mode: str) -> None:
+    c = coord(mode, {"add_column": "ignore"})
+    c.on_ddl(S1, "ALTER TABLE orders ADD COLUMN c INT", 1)
+    # before: MODIFY of a column coordination never had held the shard in conflict
+    assert c.on_ddl(S1, "ALTER TABLE orders MODIFY c BIGINT, ADD INDEX ic (c)", 2) == []
+    c.on_ddl(S1, "ALTER TABLE orders CHANGE c d BIGINT", 3)
+    assert c.targets[T].shards[S1].ignored == ("d",)
+    # the operator turns the policy back to forward: the ignored column stays ignored; a
+    # column added after it goes to the end; the renamed one is followed by its new name
+    forward = {T: TargetConfig(mode, False, Policy.of({}))}  # type: ignore[arg-type]
+    c = restore(json.loads(json.dumps(snapshot(c))), c.router, forward)
+    c.on_ddl(S1, "ALTER TABLE orders ADD COLUMN e INT AFTER d, ALTER COLUMN d SET DEFAULT 1", 4)
+    c.on_ddl(S2, "ALTER TABLE orders ADD COLUMN e INT", 5)
+    t = c.targets[T]
+    assert t.stage == "none" and t.shards[S1].conflict is None
+    assert t.shards[S1].schema.column_names() == ("id", "a", "b", "e")
+    assert t.downstream().column_names() == ("id", "a", "b", "e")  # type: ignore[union-attr]
+    assert [(n.kind, n.policy) for n in t.policy_notes][-1] == ("modify_column", "ignore")
+    c.on_ddl(S1, "ALTER TABLE orders DROP COLUMN d", 6)
+    assert c.targets[T].shards[S1].ignored == ()
+    assert c.targets[T].stage == "none"
