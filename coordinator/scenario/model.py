@@ -58,7 +58,10 @@ class Expect(_Strict):
 
 
 MOVE_ACTIONS = ("copy", "freeze", "switch")
-ACTIONS = ("sql", "insert", "update", "delete", "operator", "expect", *MOVE_ACTIONS)
+# A group's jobs (docs/scenarios.md, "Several jobs"): each names a job, `clock` seconds.
+GROUP_ACTIONS = ("pause", "resume", "crash", "clock")
+ACTIONS = ("sql", "insert", "update", "delete", "operator", "expect", *MOVE_ACTIONS,
+           *GROUP_ACTIONS)  # fmt: skip
 
 
 class Step(_Strict):
@@ -73,6 +76,13 @@ class Step(_Strict):
     copy_: str | None = Field(None, alias="copy")  # `copy` is BaseModel's
     freeze: str | None = None
     switch: str | None = None
+    # A job of the file's group: stops running batches and heartbeats (SIGSTOP), runs
+    # again, or dies after appending its next batch's records and restarts from its last
+    # saved state; `clock` moves the group's virtual clock on by that many seconds.
+    pause: str | None = None
+    resume: str | None = None
+    crash: str | None = None
+    clock: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _one_action(self) -> Step:
@@ -83,6 +93,8 @@ class Step(_Strict):
             )
         if actions[0] in MOVE_ACTIONS and self.shard:
             raise ValueError(f"a {actions[0]} step names a move, not a shard")
+        if actions[0] in GROUP_ACTIONS and self.shard:
+            raise ValueError(f"a {actions[0]} step names a job or seconds, not a shard")
         if actions[0] in ("sql", "insert", "update", "delete") and not self.shard:
             raise ValueError(f"a {actions[0]} step needs a shard (source.db.table)")
         if self.shard and len(self.shard.split(".")) != 3:
@@ -120,6 +132,12 @@ class Scenario(_Strict):
     unseen: list[str] = Field(default_factory=list)
     # Rows carry their table's schema (Debezium with `schemas.enable`).
     row_schemas: bool = False
+    # Several jobs on the target (a group): per job, the shards it reads, as glob patterns
+    # over "source.db.table"; the first live job in this order is the owner. Without it,
+    # one job.
+    jobs: dict[str, list[str]] = Field(default_factory=dict)
+    # How long a job that stopped heartbeating counts as live (virtual seconds).
+    lease_s: float = Field(30.0, gt=0)
     steps: list[Step] = Field(default_factory=list)
     expect: Expect | None = None
     moves: list[MoveSettings] = Field(default_factory=list)
@@ -138,6 +156,24 @@ class Scenario(_Strict):
                     f"{kind} takes {', '.join(ALLOWED.get(kind, ()))}"
                 )
         return value
+
+    @model_validator(mode="after")
+    def _jobs(self) -> Scenario:
+        named = [
+            (i, step.kind, step.action(step.kind))
+            for i, step in enumerate(self.steps)
+            if step.kind in ("pause", "resume", "crash")
+        ]
+        if (named or any(s.clock for s in self.steps)) and not self.jobs:
+            raise ValueError("pause, resume, crash and clock steps need `jobs:`")
+        for i, kind, job in named:
+            if job not in self.jobs:
+                raise ValueError(f"steps[{i}].{kind}: no job {job!r} (jobs: {list(self.jobs)})")
+        if self.jobs and self.moves:
+            raise ValueError("moves are not supported with several jobs yet")
+        if self.jobs and self.engines != ["memory"]:
+            raise ValueError("several jobs run on the memory engine only: engines: [memory]")
+        return self
 
     @model_validator(mode="after")
     def _unseen(self) -> Scenario:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from coordinator.scenario.group import GroupEngine, RandomSchedule
 from coordinator.scenario.memory import MemoryEngine
 from coordinator.scenario.model import Scenario, ScenarioFileError, load_scenario
 from coordinator.scenario.observe import check, sorted_rows
@@ -50,8 +51,16 @@ def select(paths: Iterable[str | Path], engine: str) -> list[Path]:
     return out
 
 
-def run_memory(scenario: Scenario, *, roundtrip: bool = False) -> ScenarioResult:
-    engine = MemoryEngine(scenario, roundtrip=roundtrip)
+def run_memory(
+    scenario: Scenario, *, roundtrip: bool = False, schedule: RandomSchedule | None = None
+) -> ScenarioResult:
+    """One file on the memory engine (with ``jobs:``, the group engine; ``schedule``: its
+    batches at random instead of in lockstep)."""
+    engine: MemoryEngine | GroupEngine = (
+        GroupEngine(scenario, roundtrip=roundtrip, schedule=schedule)
+        if scenario.jobs
+        else MemoryEngine(scenario, roundtrip=roundtrip)
+    )
     failures: list[str] = []
     invalid = False
     try:

@@ -1,0 +1,262 @@
+"""The coordinator as a replicated state machine: several jobs, one target (seeds 002/004).
+
+Every job of a group keeps its own :class:`Replica`: an ordinary :class:`Coordinator`
+folded from one shared **group log** of records. A job never calls a mutating coordinator
+method outside the fold: what it reads (its shards' tables at start, its control events,
+rows ahead of a DDL) and what operators say it *appends* as a record; the fold applies the
+records in log order, for every job alike. So the coordination state of a group is a
+pure function of its log (rule G1 of coordinator/PROTOCOL.md, "Groups"): two replicas that
+folded the same records hold equal snapshots, and a replica restored from a snapshot
+folds on exactly as the one that made it.
+
+Records are JSON values (:meth:`Record.to_json`); the log gives each the first free
+sequence number, put-if-absent (``streaming.group_store`` on a filesystem, or
+:class:`MemoryLog`), and an append whose id is already in the log returns that record's
+number instead (a batch run again appends nothing twice).
+
+Every shard belongs to the one job that first names it in a record (its ``register`` or
+one of its control events). A record of another job about that shard is refused by the
+fold, the same way in every replica, and the refusal is kept with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from coordinator.commands import OperatorCommand
+from coordinator.coordinator import Coordinator, TargetConfig, UnknownShardError
+from coordinator.decisions import ApplyDDL, CreateTarget, Decision
+from coordinator.ids import Position, ShardId, TargetId
+from coordinator.routing import Router
+from coordinator.state import restore, snapshot
+from schemas.ddl import parse_create_table
+from shardmerge.errors import ShardMergeError
+
+__all__ = [
+    "Folded",
+    "GroupError",
+    "GroupLog",
+    "MemoryLog",
+    "Record",
+    "Replica",
+]
+
+Kind = Literal["register", "ddl", "await", "shadow", "command"]
+KINDS: tuple[Kind, ...] = ("register", "ddl", "await", "shadow", "command")
+
+
+class GroupError(ShardMergeError):
+    """A record that cannot be read, or a log that is not a log."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One entry of the group log.
+
+    ``id`` makes an append idempotent (a job's records are named by its app id, its batch
+    and their place in it). ``body`` per kind:
+
+    - ``register``: ``{"shard", "create"}``: a table known at the job's start, with the
+      CREATE TABLE of its schema (``Coordinator.register``);
+    - ``ddl``: ``{"shard", "sql", "position", "origin", "channel"}``: one control event,
+      in the job's order (``Coordinator.resent`` then ``on_ddl``);
+    - ``await``: ``{"shard", "position", "reason"}``: rows of the shard ahead of a DDL not
+      yet received (``Coordinator.await_ddl``);
+    - ``shadow``: ``{"shard", "seen"}``: the row schemas an online-DDL shadow table's rows
+      carried, ``[[position, text], ...]`` (``Coordinator.shadow_rows``);
+    - ``command``: ``{"command"}``: an operator command (``OperatorCommand.to_json``).
+    """
+
+    id: str
+    job: str
+    kind: Kind
+    body: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "job": self.job, "kind": self.kind, "body": dict(self.body)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Record:
+        if not isinstance(data, dict) or data.get("kind") not in KINDS:
+            raise GroupError(f"not a group log record: {data!r}")
+        if not isinstance(data.get("id"), str) or not isinstance(data.get("job"), str):
+            raise GroupError(f"a group log record needs a string id and job: {data!r}")
+        if not isinstance(data.get("body"), dict):
+            raise GroupError(f"a group log record's body is an object: {data!r}")
+        return cls(data["id"], data["job"], data["kind"], data["body"])
+
+    def text(self) -> str:
+        """The record as it is stored: canonical JSON."""
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+
+
+class GroupLog(Protocol):
+    """The shared log: numbered records, never rewritten, without gaps (from 1)."""
+
+    def append(self, record: Record) -> int:
+        """The record at the first free number, or the number it has already (by id)."""
+        ...
+
+    def read(self, after: int) -> list[tuple[int, Record]]:
+        """Every record numbered above ``after``, in order."""
+        ...
+
+
+class MemoryLog:
+    """A group log in memory (the scenario engine's): every record stored as its text."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.ids: dict[str, int] = {}
+
+    def append(self, record: Record) -> int:
+        seq = self.ids.get(record.id)
+        if seq is not None:
+            return seq
+        self.texts.append(record.text())
+        seq = self.ids[record.id] = len(self.texts)
+        return seq
+
+    def read(self, after: int) -> list[tuple[int, Record]]:
+        return [
+            (i, Record.from_json(json.loads(t)))
+            for i, t in enumerate(self.texts[after:], start=after + 1)
+        ]
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+@dataclass(frozen=True)
+class Folded:
+    """What folding one record decided: ``decisions``, each with the version its target
+    has in the fold once it is taken (``versions``); ``refused``: why the fold did not take
+    the record."""
+
+    seq: int
+    record: Record
+    decisions: tuple[Decision, ...]
+    versions: tuple[int, ...] = ()
+    refused: str | None = None
+
+
+@dataclass
+class Replica:
+    """One job's copy of the group's coordination state, folded up to ``seq``.
+
+    ``owners``: which job each shard belongs to. ``versions``: per target, how many
+    downstream changes the fold decided (its ``CreateTarget`` is version 1, each
+    ``ApplyDDL`` one more): a job writes to a target only at the version the table has
+    (rule G4). ``refused``: the records the fold did not take, with why (the latest 64).
+    """
+
+    coordinator: Coordinator
+    seq: int = 0
+    owners: dict[ShardId, str] = field(default_factory=dict)
+    versions: dict[TargetId, int] = field(default_factory=dict)
+    refused: list[tuple[int, str]] = field(default_factory=list)
+
+    @classmethod
+    def new(cls, router: Router, configs: Mapping[TargetId, TargetConfig] | None = None) -> Replica:
+        return cls(Coordinator(router, dict(configs or {})))
+
+    # --- folding --------------------------------------------------------------------------
+
+    def fold(self, records: Iterable[tuple[int, Record]]) -> list[Folded]:
+        """Apply the records numbered above ``seq``, in order (``seq`` follows)."""
+        out: list[Folded] = []
+        for seq, record in records:
+            if seq <= self.seq:
+                continue
+            if seq != self.seq + 1:
+                raise GroupError(f"group log gap: folded up to {self.seq}, next record {seq}")
+            out.append(self._fold_one(seq, record))
+            self.seq = seq
+        return out
+
+    def _fold_one(self, seq: int, record: Record) -> Folded:
+        c, body = self.coordinator, record.body
+        try:
+            if record.kind == "command":
+                decisions = self._command(body)
+            else:
+                shard = ShardId.parse(str(body["shard"]))
+                owner = self.owners.setdefault(shard, record.job)
+                if owner != record.job:
+                    why = (
+                        f"shard {shard} belongs to job {owner}; job {record.job}'s "
+                        f"{record.kind} record is not taken"
+                    )
+                    return self._refuse(seq, record, why)
+                decisions = self._shard_record(c, shard, record)
+        except (UnknownShardError, KeyError, ValueError) as e:
+            return self._refuse(seq, record, f"{type(e).__name__}: {e}")
+        versions = []
+        for d in decisions:
+            if isinstance(d, CreateTarget):
+                self.versions[d.target] = max(self.versions.get(d.target, 0), 1)
+            elif isinstance(d, ApplyDDL):
+                self.versions[d.target] = self.versions.get(d.target, 1) + 1
+            target = getattr(d, "target", None)
+            versions.append(self.versions.get(target, 0) if target is not None else 0)
+        return Folded(seq, record, tuple(decisions), tuple(versions))
+
+    def _shard_record(self, c: Coordinator, shard: ShardId, record: Record) -> list[Decision]:
+        body = record.body
+        position: Position = body.get("position")
+        if record.kind == "register":
+            return c.register(shard, parse_create_table(str(body["create"])), position)
+        if record.kind == "await":
+            return c.await_ddl(shard, position, str(body.get("reason", "")))
+        if record.kind == "shadow":
+            c.shadow_rows(shard, [(p, str(text)) for p, text in body["seen"]])
+            return []
+        sql, origin = str(body["sql"]), body.get("origin")
+        channel = str(body.get("channel", ""))
+        if c.resent(shard, sql, origin, channel):
+            return []
+        return c.on_ddl(shard, sql, position, origin, channel)
+
+    def _command(self, body: Mapping[str, Any]) -> list[Decision]:
+        """An operator command; one the coordinator cannot take leaves it as it was."""
+        before = snapshot(self.coordinator)
+        try:
+            return self.coordinator.command(OperatorCommand.from_json(body["command"]))
+        except ShardMergeError as e:
+            c = self.coordinator
+            self.coordinator = restore(before, c.router, c.configs, c.default)
+            raise ValueError(f"the command was not taken: {e}") from None
+
+    def _refuse(self, seq: int, record: Record, why: str) -> Folded:
+        self.refused = [*self.refused[-63:], (seq, why)]
+        return Folded(seq, record, (), (), why)
+
+    # --- saving -----------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The replica as JSON values (the coordinator's own snapshot inside)."""
+        return {
+            "seq": self.seq,
+            "coordinator": snapshot(self.coordinator),
+            "owners": sorted([str(s), job] for s, job in self.owners.items()),
+            "versions": sorted([str(t), v] for t, v in self.versions.items()),
+            "refused": [list(r) for r in self.refused],
+        }
+
+    @classmethod
+    def restore(
+        cls,
+        data: Mapping[str, Any],
+        router: Router,
+        configs: Mapping[TargetId, TargetConfig] | None = None,
+    ) -> Replica:
+        return cls(
+            restore(data["coordinator"], router, dict(configs or {})),
+            int(data["seq"]),
+            {ShardId.parse(s): job for s, job in data["owners"]},
+            {TargetId.parse(t): int(v) for t, v in data["versions"]},
+            [(int(seq), str(why)) for seq, why in data["refused"]],
+        )

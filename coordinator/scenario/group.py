@@ -1,0 +1,399 @@
+"""The memory engine with several jobs on one target: a group (seeds 002/004).
+
+A simulation of coordinator/PROTOCOL.md's "Groups" rules, in one process and on a virtual
+clock. Each job of the file's ``jobs:`` reads the events of its own shards, runs batches,
+and keeps its own :class:`~coordinator.group.Replica` folded from one
+:class:`~coordinator.group.MemoryLog`. Per batch a job appends one record per control
+event it read (``ddl``), folds the log to its end (its records and the others'), routes its
+rows with its replica, and executes the decisions about its own shards (G3). Its writes
+wait in an outbox (the stash, in the streaming job) until the target's table has the
+version they were planned at (G4). The owner, the first live job in ``jobs:`` order,
+moves the table to its next version only when every live job has folded that version's
+decision and has no write planned below it (G5). A job is live while it heartbeats, and
+for ``lease_s`` virtual seconds after its last heartbeat (``pause`` stops both).
+
+Schedules: ``lockstep`` (the default; the job whose event a step made runs a batch right
+after it), or a :class:`RandomSchedule` (after each step, each job runs a batch or not, at
+random: the property tests). Before an observation (``expect``, the end) every live job
+catches up. ``crash`` makes the job's next batch die after it appended its records: it
+restarts from its last saved state and runs the batch again (the log keeps one record per
+id).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.commands import parse_command
+from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Release, Rename, Truncate
+from coordinator.group import MemoryLog, Record, Replica
+from coordinator.ids import Position, ShardId, TargetId
+from coordinator.routing import TableKind
+from coordinator.scenario.downstream import MemoryTable
+from coordinator.scenario.memory import build_coordinator
+from coordinator.scenario.model import Scenario, ScenarioFileError, Step
+from coordinator.scenario.observe import Observation, observe
+from coordinator.scenario.upstream import RowEvent, Upstream
+from coordinator.state import snapshot
+from schemas.connect import row_schema_text, value_fields
+from schemas.dml import parse_dml
+from shardmerge.errors import ShardMergeError
+
+__all__ = ["GroupEngine", "RandomSchedule"]
+
+
+@dataclass(frozen=True)
+class RandomSchedule:
+    """After each step, each job runs a batch with probability ``p`` (seeded)."""
+
+    seed: int
+    p: float = 0.5
+
+
+@dataclass
+class _Write:
+    """One write a job planned at ``version`` of ``target``'s table."""
+
+    target: TargetId
+    version: int
+    what: RowEvent | Truncate | Rename
+    project: bool = False
+
+
+@dataclass
+class _Job:
+    name: str
+    patterns: list[str]
+    replica: Replica
+    saved: dict[str, Any]
+    inbox: list[tuple[Position, RowEvent | tuple[ShardId, str]]] = field(default_factory=list)
+    stash: dict[tuple[ShardId, int], list[tuple[Position, RowEvent]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    outbox: list[_Write] = field(default_factory=list)
+    paused: bool = False
+    crash_next: bool = False
+    heartbeat: float = 0.0
+    batches: int = 0
+
+    def owns(self, shard: ShardId) -> bool:
+        return any(fnmatch.fnmatchcase(str(shard), p) for p in self.patterns)
+
+
+class GroupEngine:
+    name = "memory"
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        schedule: RandomSchedule | None = None,
+        roundtrip: bool = False,
+    ) -> None:
+        if not scenario.jobs:
+            raise ScenarioFileError(f"{scenario.path}: a group needs `jobs:`")
+        self.scenario = scenario
+        self.roundtrip = roundtrip
+        _, self.router, config = build_coordinator(scenario)
+        self.configs = {TargetId.parse(scenario.target): config}
+        self.log = MemoryLog()
+        self.jobs = {
+            name: _Job(name, patterns, Replica.new(self.router, self.configs), {})
+            for name, patterns in scenario.jobs.items()
+        }
+        self.upstream = Upstream()
+        self.tables: dict[TargetId, MemoryTable] = {}
+        self.versions: dict[TargetId, int] = {}  # the version each table has
+        self.decided: dict[tuple[TargetId, int], CreateTarget | ApplyDDL] = {}
+        self.now = 0.0
+        self.rng = random.Random(schedule.seed) if schedule else None
+        self.p = schedule.p if schedule else 1.0
+        self.error: str | None = None
+        self.fenced = 0  # writes re-planned because the table moved past their version
+
+    # --- driving -----------------------------------------------------------------------------
+
+    def job_of(self, shard: ShardId) -> _Job:
+        for job in self.jobs.values():
+            if job.owns(shard):
+                return job
+        raise ScenarioFileError(f"{self.scenario.path}: no job reads shard {shard}")
+
+    def start(self) -> None:
+        for name, sql in self.scenario.shards.items():
+            shard = ShardId.parse(name)
+            from schemas.ddl import parse_create_table
+
+            self.upstream.create(shard, parse_create_table(sql))
+            if name in self.scenario.unseen:
+                continue
+            job = self.job_of(shard)
+            record = Record(f"{job.name}:register:{name}", job.name, "register",
+                            {"shard": name, "create": sql, "position": 0})  # fmt: skip
+            self.log.append(record)
+        for job in self.jobs.values():
+            self.batch(job)
+        self.owner_pass()
+
+    def step(self, index: int, step: Step) -> None:
+        position = index + 1
+        kind = step.kind
+        touched: _Job | None = None
+        if kind == "operator":
+            assert step.operator is not None
+            # an operator acts on what the dashboard shows: the jobs caught up
+            self.settle()
+            cmd = parse_command(step.operator)
+            record = Record(f"operator:{position}", "operator", "command",
+                            {"command": cmd.to_json()})  # fmt: skip
+            self.log.append(record)
+        elif kind == "pause":
+            self.jobs[step.pause or ""].paused = True
+        elif kind == "resume":
+            job = self.jobs[step.resume or ""]
+            job.paused = False
+            touched = job
+        elif kind == "crash":
+            self.jobs[step.crash or ""].crash_next = True
+        elif kind == "clock":
+            self.now += step.clock or 0.0
+        elif kind == "expect":
+            self.settle()
+        elif kind == "sql":
+            assert step.shard is not None and step.sql is not None
+            touched = self.sql(ShardId.parse(step.shard), step.sql, position)
+        elif kind in ("insert", "update", "delete"):
+            event = self.upstream.step(ShardId.parse(step.shard or ""), step)
+            touched = self.read(event, position)
+        else:
+            raise ScenarioFileError(f"{self.scenario.path}: a group cannot run {kind} steps")
+        for job in self.jobs.values():
+            if not job.paused:
+                job.heartbeat = self.now  # the heartbeat thread, between batches
+        if self.rng is None:
+            # lockstep: the job that read the step's event, then every other (an idle
+            # job's batch folds and acknowledges, as its heartbeat thread does)
+            if touched is not None and not touched.paused:
+                self.batch(touched)
+            for job in self.jobs.values():
+                if job is not touched and not job.paused:
+                    self.batch(job)
+        else:
+            for job in self.jobs.values():
+                if not job.paused and self.rng.random() < self.p:
+                    self.batch(job)
+        self.owner_pass()
+
+    def sql(self, shard: ShardId, sql: str, position: int) -> _Job:
+        head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+        if head in ("INSERT", "UPDATE", "DELETE"):
+            dml = parse_dml(sql)
+            target = ShardId(shard.source, dml.table.db or shard.db, dml.table.table)
+            if dml.op == "insert":
+                job = self.job_of(target)
+                for row in dml.rows:
+                    self.read(self.upstream.insert(target, row), position)
+                return job
+            if dml.op == "update":
+                return self.read(self.upstream.update(target, dml.key, dml.set), position)
+            return self.read(self.upstream.delete(target, dml.key), position)
+        self.upstream.ddl(shard, sql)
+        job = self.job_of(shard)
+        job.inbox.append((position, (shard, sql)))
+        return job
+
+    def read(self, event: RowEvent, position: Position) -> _Job:
+        job = self.job_of(event.shard)
+        job.inbox.append((position, event))
+        return job
+
+    # --- a job's batch ---------------------------------------------------------------------
+
+    def batch(self, job: _Job) -> None:
+        """One micro-batch of ``job``: append, fold, route, execute its own decisions,
+        drain what the table's version allows, save (G2-G4)."""
+        if job.crash_next and job.inbox:
+            job.crash_next = False
+            kept = (list(job.inbox), {k: list(v) for k, v in job.stash.items()},
+                    list(job.outbox))  # fmt: skip
+            self.run_batch(job, write=False)  # dies after its appends, before any write
+            job.replica = Replica.restore(job.saved, self.router, self.configs)
+            job.inbox, job.outbox = kept[0], kept[2]
+            job.stash = defaultdict(list, kept[1])
+        self.run_batch(job, write=True)
+
+    def run_batch(self, job: _Job, write: bool) -> None:
+        job.batches += 1
+        self.fold(job)
+        for position, item in job.inbox:
+            if isinstance(item, tuple):
+                shard, sql = item
+                body = {"shard": str(shard), "sql": sql, "position": position}
+                self.log.append(Record(f"{job.name}:ddl:{position}", job.name, "ddl", body))
+                self.fold(job)
+            else:
+                self.route(job, item, position)
+        job.inbox = []
+        self.fold(job)
+        if not write:
+            return
+        self.drain(job)
+        job.saved = job.replica.snapshot()
+        job.heartbeat = self.now
+        if self.roundtrip:
+            again = Replica.restore(json.loads(json.dumps(job.saved)), self.router, self.configs)
+            if again.snapshot() != job.saved:
+                raise AssertionError(f"job {job.name}: replica changed through a JSON round trip")
+
+    def fold(self, job: _Job) -> None:
+        for folded in job.replica.fold(self.log.read(job.replica.seq)):
+            for d, version in zip(folded.decisions, folded.versions, strict=True):
+                self.execute(job, d, version)
+
+    def route(self, job: _Job, event: RowEvent, position: Position) -> None:
+        if self.scenario.row_schemas and self.router.kind(event.shard) is TableKind.SHADOW:
+            # what the job learns from its rows, it appends (G2); the fold applies it
+            text = row_schema_text(value_fields(event.schema))
+            body = {"shard": str(event.shard), "seen": [[position, text]]}
+            self.log.append(Record(f"{job.name}:shadow:{position}", job.name, "shadow", body))
+            self.fold(job)
+        route = job.replica.coordinator.route_row(event.shard)
+        if route.action == "hold":
+            job.stash[(event.shard, route.version)].append((position, event))
+        elif route.action == "write":
+            assert route.target is not None
+            version = job.replica.versions.get(route.target, 0)
+            job.outbox.append(_Write(route.target, version, event, route.project))
+        elif route.action == "unknown":
+            raise ShardMergeError(f"row of {event.shard}: {route.reason}")
+
+    def execute(self, job: _Job, d: Decision, version: int) -> None:
+        """A decision ``job``'s fold made, with the version its target had in the fold
+        then: the target-level ones are the owner's (kept once, by version); ``job``
+        executes those about its own shards (G3), its writes planned at ``version``."""
+        if isinstance(d, CreateTarget | ApplyDDL):
+            self.decided.setdefault((d.target, version), d)
+            return
+        if isinstance(d, Release) and job.owns(d.shard):
+            key = (d.shard, d.version)
+            events = job.stash.pop(key, [])
+            now = [e for e in events if d.until is None or e[0] < d.until]
+            later = [e for e in events if not (d.until is None or e[0] < d.until)]
+            if later:
+                job.stash[key] = later
+            job.outbox += [_Write(d.target, version, e, d.project) for _, e in now]
+        elif isinstance(d, Truncate) and job.owns(d.shard):
+            job.outbox.append(_Write(d.target, version, d))
+        elif isinstance(d, Rename) and job.owns(d.new):
+            for shard, version in [k for k in job.stash if k[0] == d.old]:
+                moved = [(p, _renamed(e, d.new)) for p, e in job.stash.pop((shard, version))]
+                key = (d.new, version)
+                job.stash[key] = sorted(job.stash.get(key, []) + moved, key=lambda pe: pe[0])
+            job.outbox.append(_Write(d.target, version, d))
+
+    def drain(self, job: _Job) -> None:
+        """Execute the job's writes in order while the table has their version (G4). A
+        write planned below the table's version (the job was not live when the table moved
+        on) is planned again at the table's version (``fenced``)."""
+        while job.outbox:
+            w = job.outbox[0]
+            have = self.versions.get(w.target, 0)
+            if w.version > have:
+                return  # the table is behind what this job decided: wait for the owner
+            if w.version < have:
+                self.fenced += 1
+                w.version = have
+            job.outbox.pop(0)
+            table = self.tables[w.target]
+            if isinstance(w.what, Truncate):
+                table.truncate(w.what)
+            elif isinstance(w.what, Rename):
+                if w.what.match:
+                    table.rehome(dict(w.what.match), dict(w.what.values), lambda _: True)
+            else:
+                extra = self.router.extract(w.target).values(w.what.shard)
+                table.write(w.what.before, w.what.after, extra, w.project)
+
+    # --- the owner -----------------------------------------------------------------------
+
+    def live(self, job: _Job) -> bool:
+        return not job.paused or self.now - job.heartbeat <= self.scenario.lease_s
+
+    def owner(self) -> _Job | None:
+        """The owner's term: the first live job in the file's order (a term passes on
+        when its holder's lease runs out)."""
+        return next((j for j in self.jobs.values() if self.live(j) and not j.paused), None)
+
+    def owner_pass(self) -> None:
+        """Move each table to its next decided version while every live job has folded
+        that decision and planned nothing below it (G5)."""
+        if self.owner() is None:
+            return
+        progress = True
+        while progress:
+            progress = False
+            for (target, version), d in sorted(self.decided.items(), key=lambda kv: kv[0][1]):
+                if version != self.versions.get(target, 0) + 1:
+                    continue
+                if not all(self.acked(j, target, version) for j in self.jobs.values()
+                           if self.live(j)):  # fmt: skip
+                    continue
+                if isinstance(d, CreateTarget):
+                    self.tables.setdefault(target, MemoryTable.create(d))
+                else:
+                    self.tables[target].apply(d)
+                self.versions[target] = version
+                progress = True
+        for job in self.jobs.values():
+            if not job.paused:
+                self.drain(job)
+
+    @staticmethod
+    def acked(job: _Job, target: TargetId, version: int) -> bool:
+        return job.replica.versions.get(target, 0) >= version and not any(
+            w.target == target and w.version < version for w in job.outbox
+        )
+
+    def settle(self) -> None:
+        """Every live job catches up: batches until nothing changes (G1 then holds)."""
+        for _ in range(10):
+            before = (len(self.log), dict(self.versions))
+            for job in self.jobs.values():
+                if not job.paused:
+                    self.batch(job)
+            self.owner_pass()
+            if (len(self.log), dict(self.versions)) == before:
+                break
+        states = {
+            json.dumps(snapshot(j.replica.coordinator), sort_keys=True)
+            for j in self.jobs.values()
+            if not j.paused
+        }
+        if len(states) > 1:
+            raise AssertionError("jobs that folded the same log hold different states (G1)")
+
+    # --- observing ---------------------------------------------------------------------
+
+    def observe(self) -> Observation:
+        if self.error is None:
+            try:
+                self.settle()
+            except ShardMergeError as e:  # a strict conflict stops the job that met it
+                self.error = str(e)
+        job = self.owner() or next(iter(self.jobs.values()))
+        target = TargetId.parse(self.scenario.target)
+        table = self.tables.get(target)
+        rows: list[dict[str, Any]] = list(table.rows.values()) if table else []
+        schema = table.schema if table else None
+        return observe(job.replica.coordinator, target, schema, rows, self.error)
+
+
+def _renamed(event: RowEvent, shard: ShardId) -> RowEvent:
+    from dataclasses import replace
+
+    return replace(event, shard=shard)

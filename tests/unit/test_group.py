@@ -1,0 +1,194 @@
+"""Several jobs, one target (coordinator/group.py, coordinator/scenario/group.py): the
+coordinator as a replicated state machine folded from one group log.
+
+- G1: replicas that folded the same records hold equal snapshots; one restored from a
+  snapshot folds on as the one that made it.
+- A group of one is the memory engine: every shipped file, the same output.
+- Every shipped file with shards on two or more sources, split into one job per source,
+  passes its own expectations in lockstep; and under random schedules, those that end
+  with no lock, no error and no operator step give the single job's columns, rows and
+  locks.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from coordinator import Extract, Route, Router, ShardId, TargetConfig, TargetId
+from coordinator.commands import parse_command
+from coordinator.group import GroupError, MemoryLog, Record, Replica
+from coordinator.scenario.group import GroupEngine, RandomSchedule
+from coordinator.scenario.model import Scenario, ScenarioFileError, load_scenario
+from coordinator.scenario.runner import run_memory
+
+ROOT = Path(__file__).parents[1] / "scenarios"
+SHARED = sorted(p for p in ROOT.rglob("*.yaml") if p.parent.name not in ("moves", "groups"))
+T = TargetId("shardddl", "tb")
+CREATE = "CREATE TABLE tb1 (id INT PRIMARY KEY, a INT)"
+
+
+def sources(s: Scenario) -> list[str]:
+    names = [*s.shards, *(step.shard for step in s.steps if step.shard)]
+    return sorted({ShardId.parse(n).source for n in names})
+
+
+def split(s: Scenario, jobs: int | None = None) -> Scenario:
+    """One job per source (or ``jobs`` jobs, sources dealt round-robin)."""
+    names = sources(s)
+    n = len(names) if jobs is None else jobs
+    split_jobs: dict[str, list[str]] = {f"j{i}": [] for i in range(n)}
+    for i, source in enumerate(names):
+        split_jobs[f"j{i % n}"].append(f"{source}.*")
+    return s.model_copy(update={"jobs": split_jobs, "engines": ["memory"]})
+
+
+def bare(s: Scenario) -> Scenario:
+    """The file without its expectations (the end state is compared instead)."""
+    return s.model_copy(update={"expect": None, "steps": [x for x in s.steps if not x.expect]})
+
+
+def outcome(s: Scenario, **kw: object) -> tuple[object, ...]:
+    out = run_memory(s, **kw).output  # type: ignore[arg-type]
+    locks = [(lock["stage"], lock["blocked"]) for lock in out["locks"]]
+    return out["columns"], out["rows"], locks, out["error"] is None
+
+
+MULTI = [p for p in SHARED if len(sources(load_scenario(p))) >= 2]
+
+
+def _converges(p: Path) -> bool:
+    s = load_scenario(p)
+    out = run_memory(bare(s)).output
+    ended_open = any(lock["stage"] != "none" or lock["blocked"] for lock in out["locks"])
+    # an operator's command names what they saw at that moment, and a reading from a
+    # shadow's rows depends on what the other shards ran before: both are order-bound
+    return not (out["error"] or ended_open or s.row_schemas or any(x.operator for x in s.steps))
+
+
+CONVERGING = [p for p in MULTI if _converges(p)]
+
+
+# --- the log and the fold --------------------------------------------------------------
+
+
+def test_records_round_trip_and_refuse_what_is_not_one() -> None:
+    r = Record("eu:ddl:3", "eu", "ddl", {"shard": "s1.db1.tb1", "sql": "x", "position": 3})
+    assert Record.from_json(json.loads(r.text())) == r
+    for bad in [{}, {"id": 1, "job": "eu", "kind": "ddl", "body": {}},
+                {"id": "a", "job": "eu", "kind": "nope", "body": {}},
+                {"id": "a", "job": "eu", "kind": "ddl", "body": []}]:  # fmt: skip
+        with pytest.raises(GroupError):
+            Record.from_json(bad)
+
+
+def test_an_append_with_a_known_id_keeps_the_first_record() -> None:
+    log = MemoryLog()
+    first = Record("eu:ddl:1", "eu", "ddl", {"shard": "s1.db1.tb1", "sql": "a"})
+    assert log.append(first) == 1
+    assert log.append(Record("us:ddl:1", "us", "ddl", {"shard": "s2.db1.tb1", "sql": "b"})) == 2
+    assert log.append(Record("eu:ddl:1", "eu", "ddl", {"shard": "s1.db1.tb1", "sql": "c"})) == 1
+    assert [(seq, r.body["sql"]) for seq, r in log.read(0)] == [(1, "a"), (2, "b")]
+    assert [seq for seq, _ in log.read(1)] == [2]
+
+
+def replica() -> Replica:
+    return Replica.new(Router((Route(T, extract=Extract()),)), {T: TargetConfig("pessimistic")})
+
+
+def group_log() -> MemoryLog:
+    log = MemoryLog()
+    shards = [("eu", "s1.db1.tb1"), ("us", "s2.db1.tb1")]
+    for job, shard in shards:
+        log.append(Record(f"{job}:r", job, "register", {"shard": shard, "create": CREATE}))
+    for i, (job, shard) in enumerate(shards):
+        log.append(Record(f"{job}:d{i}", job, "ddl", {"shard": shard, "position": 10 + i,
+                          "sql": "ALTER TABLE tb1 ADD COLUMN c INT"}))  # fmt: skip
+    cmd = parse_command("unlock shardddl.tb --shard s9.db1.tb1 --action skip").to_json()
+    log.append(Record("op:1", "operator", "command", {"command": cmd}))
+    # a job naming a shard that is another job's: refused, the same way everywhere
+    log.append(Record("us:x", "us", "ddl", {"shard": "s1.db1.tb1", "sql": "DROP TABLE tb1"}))
+    return log
+
+
+def test_replicas_that_folded_the_same_records_are_equal_g1() -> None:
+    log = group_log()
+    a, b = replica(), replica()
+    folded = a.fold(log.read(0))
+    for seq, record in log.read(0):  # one record at a time, restored in between
+        b.fold([(seq, record)])
+        b = Replica.restore(json.loads(json.dumps(b.snapshot())), b.coordinator.router,
+                            b.coordinator.configs)  # fmt: skip
+    assert a.snapshot() == b.snapshot() and a.seq == len(log)
+    assert a.versions == {T: 2}  # created, then the ADD COLUMN every shard ran
+    kinds = [[type(d).__name__ for d in f.decisions] for f in folded]
+    assert kinds[3] == ["Hold", "ApplyDDL", "Release", "Release"]
+    assert folded[3].versions == (1, 2, 2, 2)  # each decision with its target's version
+    assert [f.refused is not None for f in folded] == [False] * 4 + [True, True]
+    assert "not taken" in (folded[4].refused or "") and "s9.db1.tb1" in (folded[4].refused or "")
+    assert "belongs to job eu" in (folded[5].refused or "")
+    with pytest.raises(GroupError, match="gap"):
+        replica().fold(log.read(1))
+
+
+def test_a_crashed_batch_run_again_appends_nothing_twice() -> None:
+    s = load_scenario(ROOT / "groups" / "owner-lease-expiry-pessimistic.yaml")
+    engine = GroupEngine(s)
+    engine.start()
+    for i, step in enumerate(s.steps):
+        engine.step(i, step)
+    ids = [r.id for _, r in engine.log.read(0)]
+    assert len(ids) == len(set(ids)) and "eu:ddl:13" in ids
+    assert engine.observe().error is None
+
+
+def test_the_file_format_checks_jobs() -> None:
+    base = {"name": "x", "mode": "optimistic", "target": "a.b", "shards": {}}
+    with pytest.raises(ValueError, match="need `jobs:`"):
+        Scenario.model_validate({**base, "steps": [{"pause": "eu"}]})
+    with pytest.raises(ValueError, match="no job 'us'"):
+        Scenario.model_validate({**base, "jobs": {"eu": ["s1.*"]}, "engines": ["memory"],
+                                 "steps": [{"crash": "us"}]})  # fmt: skip
+    with pytest.raises(ValueError, match="memory engine only"):
+        Scenario.model_validate({**base, "jobs": {"eu": ["s1.*"]}})
+    orphan = Scenario.model_validate(
+        {**base, "jobs": {"eu": ["s1.*"]}, "engines": ["memory"], "shards": {"s2.d.t": CREATE}}
+    )
+    with pytest.raises(ScenarioFileError, match=r"no job reads shard s2\.d\.t"):
+        GroupEngine(orphan).start()
+
+
+# --- the shipped scenarios as groups ----------------------------------------------------
+
+
+@pytest.mark.parametrize("path", SHARED, ids=[p.stem for p in SHARED])
+def test_a_group_of_one_is_the_memory_engine(path: Path) -> None:
+    s = load_scenario(path)
+    if s.moves:
+        pytest.skip("moves run with one job")
+    one = s.model_copy(update={"jobs": {"only": ["*"]}, "engines": ["memory"]})
+    assert run_memory(one, roundtrip=True).output == run_memory(s).output
+
+
+@pytest.mark.parametrize("path", MULTI, ids=[p.stem for p in MULTI])
+def test_one_job_per_source_passes_the_files_own_expectations(path: Path) -> None:
+    result = run_memory(split(load_scenario(path)), roundtrip=True)
+    assert result.output["failures"] == []
+
+
+@pytest.mark.parametrize("path", CONVERGING, ids=[p.stem for p in CONVERGING])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), p=st.floats(0.1, 0.9), jobs=st.sampled_from([2, 3]))
+def test_random_schedules_end_as_one_job_does(path: Path, seed: int, p: float, jobs: int) -> None:
+    s = bare(load_scenario(path))
+    n = min(jobs, len(sources(s)))
+    schedule = RandomSchedule(seed, p)
+    assert outcome(split(s, n), schedule=schedule) == outcome(s)
+
+
+def test_the_property_covers_enough_files() -> None:
+    assert len(MULTI) >= 40 and len(CONVERGING) >= 25
