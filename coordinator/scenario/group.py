@@ -41,7 +41,6 @@ from coordinator.scenario.observe import Observation, observe
 from coordinator.scenario.upstream import RowEvent, Upstream
 from coordinator.state import snapshot
 from schemas.connect import row_schema_text, value_fields
-from schemas.dml import parse_dml
 from shardmerge.errors import ShardMergeError
 
 __all__ = ["GroupEngine", "RandomSchedule"]
@@ -190,18 +189,10 @@ class GroupEngine:
         self.owner_pass()
 
     def sql(self, shard: ShardId, sql: str, position: int) -> _Job:
-        head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
-        if head in ("INSERT", "UPDATE", "DELETE"):
-            dml = parse_dml(sql)
-            target = ShardId(shard.source, dml.table.db or shard.db, dml.table.table)
-            if dml.op == "insert":
-                job = self.job_of(target)
-                for row in dml.rows:
-                    self.read(self.upstream.insert(target, row), position)
-                return job
-            if dml.op == "update":
-                return self.read(self.upstream.update(target, dml.key, dml.set), position)
-            return self.read(self.upstream.delete(target, dml.key), position)
+        events = self.upstream.dml(shard, sql)
+        if events is not None:
+            jobs = [self.read(event, position) for event in events]
+            return jobs[0] if jobs else self.job_of(shard)
         self.upstream.ddl(shard, sql)
         job = self.job_of(shard)
         job.inbox.append((position, (shard, sql)))

@@ -36,7 +36,6 @@ from coordinator.scenario.upstream import RowEvent, Upstream
 from coordinator.state import restore, snapshot
 from schemas.connect import row_schema_text, value_fields
 from schemas.ddl import parse_create_table
-from schemas.dml import parse_dml
 from shardmerge.errors import ShardMergeError
 
 __all__ = ["MemoryEngine", "build_coordinator"]
@@ -103,17 +102,10 @@ class MemoryEngine:
             self.check_roundtrip()
 
     def sql(self, shard: ShardId, sql: str, position: int) -> None:
-        head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
-        if head in ("INSERT", "UPDATE", "DELETE"):
-            dml = parse_dml(sql)
-            target = ShardId(shard.source, dml.table.db or shard.db, dml.table.table)
-            if dml.op == "insert":
-                for row in dml.rows:
-                    self.row(self.upstream.insert(target, row), position)
-            elif dml.op == "update":
-                self.row(self.upstream.update(target, dml.key, dml.set), position)
-            else:
-                self.row(self.upstream.delete(target, dml.key), position)
+        events = self.upstream.dml(shard, sql)
+        if events is not None:
+            for event in events:
+                self.row(event, position)
             return
         self.upstream.ddl(shard, sql)
         self.ddl(shard, sql, position)

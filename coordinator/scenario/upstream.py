@@ -157,6 +157,22 @@ class Upstream:
         del t.rows[t.key_of(before)]
         return RowEvent(shard, "delete", dict(before), None, t.schema)
 
+    def dml(self, shard: ShardId, sql: str) -> list[RowEvent] | None:
+        """The row events of a scenario's INSERT/UPDATE/DELETE statement, run here (names
+        relative to ``shard``'s source and database); None for any other statement."""
+        head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+        if head not in ("INSERT", "UPDATE", "DELETE"):
+            return None
+        from schemas.dml import parse_dml
+
+        dml = parse_dml(sql)
+        target = ShardId(shard.source, dml.table.db or shard.db, dml.table.table)
+        if dml.op == "insert":
+            return [self.insert(target, row) for row in dml.rows]
+        if dml.op == "update":
+            return [self.update(target, dml.key, dml.set)]
+        return [self.delete(target, dml.key)]
+
     def step(self, shard: ShardId, step: Any) -> RowEvent:
         """The row event of a scenario's ``insert``/``update``/``delete`` step."""
         if step.insert is not None:
