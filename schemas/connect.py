@@ -9,7 +9,8 @@ docs' "Data type mappings"); DECIMAL follows ``decimal.handling.mode``: ``string
 ``base64`` (``precise``: logical type ``org.apache.kafka.connect.data.Decimal`` with a
 ``scale`` parameter).
 
-Back (:func:`carried_schema`): the schema an online-DDL shadow table's rows carry, when the
+Back (:func:`carried_schema`): the schema an online-DDL shadow table's rows carry (canal-json's
+``mysqlType`` gives exact MySQL types; Debezium's Connect schema is read as below), when the
 job never read the shadow's CREATE or ALTER (a gh-ost run that began before the job's first
 offset). A Connect schema says less than MySQL's: ``string`` is any of CHAR, VARCHAR, the
 TEXTs (and DECIMAL in ``string`` mode), ``int16`` TINYINT or SMALLINT, no defaults. So a
@@ -129,6 +130,8 @@ class ConnectField:
     name: str | None = None
     optional: bool = True
     parameters: tuple[tuple[str, str], ...] = ()
+    # The column's MySQL type itself, as canal-json's ``mysqlType`` gives it: exact.
+    mysql: str | None = None
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> ConnectField:
@@ -152,6 +155,8 @@ class ConnectField:
 
     def same_as(self, col: Column) -> bool:
         """The field is what ``col`` gives (in either DECIMAL mode; ``optional`` aside)."""
+        if self.mysql is not None:
+            return self._mysql_type().type_sql() == col.type.type_sql()
         source = self._source_type()
         if source is not None:
             return source == col.type.type_sql()
@@ -165,6 +170,8 @@ class ConnectField:
 
     def column(self) -> Column:
         """The column this field reads back as (see the module's docstring)."""
+        if self.mysql is not None:
+            return Column(self.field, self._mysql_type(), self.optional)
         source = self._source_type()
         if source is not None:
             from schemas.ddl import parse_type
@@ -174,6 +181,14 @@ class ConnectField:
             except DDLError as e:
                 raise SchemaError(f"column {self.field!r}: source type {source!r}: {e}") from e
         return Column(self.field, self._type(), self.optional)
+
+    def _mysql_type(self) -> ColumnType:
+        from schemas.ddl import parse_type
+
+        try:
+            return parse_type(self.mysql or "")
+        except DDLError as e:
+            raise SchemaError(f"column {self.field!r}: MySQL type {self.mysql!r}: {e}") from e
 
     def _plain_params(self) -> tuple[tuple[str, str], ...]:
         return tuple((k, v) for k, v in self.parameters if not k.startswith("__debezium."))
@@ -267,19 +282,29 @@ def row_schema_text(fields: list[dict[str, Any]]) -> str:
 
 
 def parse_fields(text: str) -> tuple[ConnectField, ...]:
-    """The row struct's fields from a row schema's text (:func:`row_schema_text`)."""
+    """The row's fields from a row schema's text: Debezium's (:func:`row_schema_text`), or
+    canal-json's ``mysqlType`` in column order, ``[[column, mysql type], ...]``."""
     try:
         data = json.loads(text)
     except ValueError as e:
         raise SchemaError(f"the row schema is not JSON: {e}") from e
-    if not isinstance(data, list) or not all(isinstance(f, list) and len(f) == 5 for f in data):
-        raise SchemaError(
-            "the row schema is not a list of [field, type, name, optional, parameters]"
-        )
-    fields = tuple(
-        ConnectField.of({"field": f, "type": t, "name": n, "optional": o, "parameters": p})
-        for f, t, n, o, p in data
+    if not isinstance(data, list) or not data:
+        raise SchemaError("the row schema is not a list of fields")
+    pairs = all(
+        isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f) for f in data
     )
+    if pairs:
+        fields = tuple(ConnectField(f or "?", "mysql", mysql=t) for f, t in data)
+    elif all(isinstance(f, list) and len(f) == 5 for f in data):
+        fields = tuple(
+            ConnectField.of({"field": f, "type": t, "name": n, "optional": o, "parameters": p})
+            for f, t, n, o, p in data
+        )
+    else:
+        raise SchemaError(
+            "the row schema is not a list of [field, type, name, optional, parameters] "
+            "(Debezium) or of [column, MySQL type] (canal-json)"
+        )
     names = [f.field.lower() for f in fields]
     if len(set(names)) != len(names):
         raise SchemaError(f"the row schema names a column twice: {[f.field for f in fields]}")
@@ -305,7 +330,9 @@ def carried_schema(
         col = next((c for c in candidates if c is not None and f.same_as(c)), None)
         if col is not None:
             col = col.renamed(f.field)
-            columns.append(col if col.nullable == f.optional else _nullable(col, f.optional))
+            # canal's mysqlType says nothing of NULL: the definition's nullability stays
+            keep = col.nullable == f.optional or f.mysql is not None
+            columns.append(col if keep else _nullable(col, f.optional))
         else:
             columns.append(f.column())
     names = {c.key for c in columns}

@@ -24,8 +24,9 @@ Fields:
   ``schemas.enable``: a hash of the value schema's ``after`` fields), None when unknown. A
   row whose fingerprint changed proves a DDL came before it.
 - ``row_schema``: for rows of online-DDL shadow tables only (gh-ost ``_t_gho``, pt-osc
-  ``_t_new``), the text the fingerprint hashes: per row field ``[field, type, name,
-  optional, parameters]`` as canonical JSON (``schemas.connect.row_schema_text``); None
+  ``_t_new``): Debezium's, the text the fingerprint hashes: per row field ``[field, type,
+  name, optional, parameters]`` as canonical JSON (``schemas.connect.row_schema_text``);
+  canal-json's, ``mysqlType`` as ``[[column, MySQL type], ...]`` in column order; None
   otherwise. A cut-over whose shadow's CREATE the job never read takes the shadow's
   schema from it.
 - ``snapshot``: True for rows of an initial snapshot.

@@ -17,6 +17,7 @@ How each quirk is decoded in the JVM:
 
 from __future__ import annotations
 
+from coordinator.routing import SHADOW_TABLE
 from streaming._decode.sql import (
     Stage,
     case,
@@ -73,6 +74,13 @@ def _prepare(source_map: str) -> list[tuple[str, str]]:
             "CASE WHEN size(_j.mysqlType) > 0 THEN "
             "substr(sha1(to_json(map_from_entries(array_sort(map_entries(_j.mysqlType))))), 1, 16) "
             "END",
+        ),
+        # The shadow's schema for a cut-over whose CREATE was never read: its columns'
+        # MySQL types, in order (online-DDL shadow tables only).
+        (
+            "_rsch",
+            f"CASE WHEN _j.`table` rlike {lit(SHADOW_TABLE.pattern)} AND size(_j.mysqlType) > 0 "
+            "THEN to_json(transform(map_entries(_j.mysqlType), e -> array(e.key, e.value))) END",
         ),
         ("_rows", _rows()),
     ]
@@ -212,6 +220,7 @@ def events_sql() -> str:
         after=f"IF(_kind = 'DELETE', NULL, to_json({d}))",
         pos_row="i",
         schema_fp="_fp",
+        row_schema="_rsch",
         snapshot="false",
     )
     truncate = event(**common, tbl="_j.`table`", op="'t'", snapshot="false")

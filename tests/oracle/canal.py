@@ -19,12 +19,14 @@ offset orders a shard's events. ``ts_ms`` is ``es`` (binlog time), not ``ts``
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from coordinator.routing import SHADOW_TABLE
 from schemas.events import Op, ShardEvent
 from tests.oracle._common import DecodeError, fingerprint, validate
 
@@ -90,6 +92,11 @@ def decode_canal(
         raise DecodeError(f"missing data for {kind}", "data")
     types = msg.mysqlType or {}
     fp = fingerprint(msg.mysqlType) if msg.mysqlType else None
+    shadow = (
+        json.dumps([[k, v] for k, v in types.items()], separators=(",", ":"), ensure_ascii=False)
+        if types and SHADOW_TABLE.match(tbl)
+        else None
+    )
     old = msg.old or []
     if kind == "UPDATE" and len(old) != len(msg.data):
         raise DecodeError(f"old has {len(old)} row(s), data has {len(msg.data)}", "old")
@@ -111,6 +118,7 @@ def decode_canal(
                 after=after,
                 pos_row=i,
                 schema_fp=fp,
+                row_schema=shadow,
             )
         )
     return events

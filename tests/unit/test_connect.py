@@ -187,3 +187,15 @@ def test_a_dropped_shadow_or_database_forgets_its_rows_schemas() -> None:
     c.shadow_rows(GHO, [(4, carried(SHADOW))])
     c.on_ddl(S1, "DROP DATABASE db1", 5)
     assert c.carried == {}
+
+
+def test_canal_mysql_types_read_back_exactly() -> None:
+    text = json.dumps([["id", "int(11)"], ["b", "varchar(64)"], ["c", "enum('x','y')"]])
+    got = carried_schema(REAL, parse_fields(text))
+    assert [c.to_sql() for c in got.columns] == [
+        "`id` INT NOT NULL",  # mysqlType says nothing of NULL: the definition's stays
+        "`b` VARCHAR(64) NULL",  # a widening Debezium's plain `string` would hide
+        "`c` ENUM('x','y') NULL",
+    ]
+    with pytest.raises(SchemaError, match="MySQL type 'nonsense"):
+        carried_schema(REAL, parse_fields(json.dumps([["id", "int"], ["z", "nonsense("]])))
