@@ -76,6 +76,7 @@ from streaming.control import (
 )
 from streaming.decode import split
 from streaming.delta_sink import DeltaSink
+from streaming.epochs import Epochs
 from streaming.executor import Executor
 from streaming.faults import crash_point
 from streaming.hadoop_fs import join
@@ -145,6 +146,8 @@ class BatchProcessor:
         # Which sources a batch read to the end of their schema-change topics.
         self.caught_up = CaughtUp(spark, settings)
         self.topic_ids = TopicIds(spark, settings)
+        # One run writes per checkpoint: a newer run's epoch stops this one (step 1).
+        self.epochs = Epochs.claim(settings.checkpoint, spark, app_id=self.app_id)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         _Batch(self, df, batch_id).run()
@@ -216,7 +219,8 @@ class _Batch(WriteStep):
         obs = self.p.observer
         obs.begin(self.batch)
         self.step("restore")
-        # 1. restore
+        # 1. restore (a newer run of the job on this checkpoint stops this one first)
+        self.p.epochs.check()
         self.c, applied, saved_ids = self.p.restore(self.batch)
         # The batch's offsets as Spark logged them (read once: the topic ids and the
         # caught-up check both use them).

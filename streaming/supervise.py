@@ -64,6 +64,12 @@ CONFLICT = (
     "again (the failed batch runs again, nothing is lost)"
 )
 SETTINGS = "Spark refused the query's settings: fix the configuration, then run again"
+SUPERSEDED = (
+    "another run of this job started on the same checkpoint and took it over (see the "
+    "error for where): only one run may write; this one stopped. Nothing is lost: the "
+    "other run goes on from the last committed batch"
+)
+_SUPERSEDED_MARKS = ("Superseded",)
 _RECREATED_MARKS = ("RecreatedTopic",)
 
 _DATA_LOSS_MARKS = ("KAFKA_DATA_LOSS", "data may have been lost", "failOnDataLoss")
@@ -130,6 +136,8 @@ def classify(error: BaseException, *, at_start: bool) -> tuple[str, str | None]:
         return "conflict", CONFLICT
     if any(mark in text for mark in _RECREATED_MARKS):
         return "recreated_topic", RECREATED
+    if any(mark in text for mark in _SUPERSEDED_MARKS):
+        return "superseded", SUPERSEDED
     if at_start and isinstance(error, AnalysisException | IllegalArgumentException):
         return "settings", SETTINGS
     if "org.apache.kafka.common.errors" in text:

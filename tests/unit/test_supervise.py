@@ -94,6 +94,11 @@ def test_a_long_healthy_run_resets_the_count():
             "recreated_topic",
             "new checkpoint",
         ),
+        (
+            "streaming.epochs.Superseded: Superseded: another run of this job claimed ...",
+            "superseded",
+            "another run of this job started on the same checkpoint",
+        ),
     ],
 )
 def test_permanent_errors_stop_at_once_with_what_to_do(message: str, kind: str, advice: str):
