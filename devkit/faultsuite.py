@@ -106,6 +106,7 @@ class Workdir:
         *,
         read_ahead: bool = False,
         spark: Any = None,
+        ddl_grace_ms: int | None = None,
     ) -> None:
         shutil.rmtree(path, ignore_errors=True)
         self.spark = spark  # the session to run the job in, else a process of its own
@@ -114,8 +115,9 @@ class Workdir:
         self.config, self.log = path / "job.yaml", path / "job.log"
         lake, checkpoint = str(path / "lake"), str(path / "checkpoint")
         write_config(
-            self.config, bootstrap, source, lake, checkpoint, max_offsets, mode, read_ahead
-        )
+            self.config, bootstrap, source, lake, checkpoint, max_offsets, mode, read_ahead,
+            ddl_grace_ms,
+        )  # fmt: skip
         self.checkpoint = path / "checkpoint"
         self.table = path / "lake" / TARGET[0] / TARGET[1]
         self.stash = self.checkpoint / "shardmerge" / "stash"
@@ -381,6 +383,10 @@ def case_malformed(broker: Broker, spark: Any, base: Path, size: Size) -> CaseRe
         max(size.max_offsets, 2000),
         read_ahead=True,
         spark=size.session(spark),
+        # Every record was sent before the job starts: no DDL can be in flight, so the
+        # grace for one is 0 (with the default 1 s, a first batch decoded in under a
+        # second leaves the rows that need a DDL waiting, and nothing else runs after it).
+        ddl_grace_ms=0,
     )
     r.exit_codes.append(work.run())
     # A record that claims a DDL nobody ran must not leave its shard waiting for it.

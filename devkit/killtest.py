@@ -99,6 +99,7 @@ def write_config(
     max_offsets: int,
     mode: str = "optimistic",
     read_ahead: bool = False,
+    ddl_grace_ms: int | None = None,
 ) -> None:
     # The schema-change topic shares the rate limit here (read_schema_ahead: false): DDLs
     # then spread over many micro-batches and every protocol point, DDL and release
@@ -118,6 +119,7 @@ targets:
   shop.orders: {{mode: {mode}}}
 sink: {{path: "{lake}"}}
 checkpoint: "{checkpoint}"
+{"" if ddl_grace_ms is None else f"ddl_grace_ms: {ddl_grace_ms}"}
 # any free port: other jobs on the machine may hold the default; the token the job makes
 # stays beside its config (a killed job cannot remove it)
 ops: {{port: 0, generated_token_file: "{path.parent / "ops-token"}"}}
