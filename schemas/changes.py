@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from schemas.model import Column, Index, TableName, TableSchema
+from schemas.model import Column, Index, TableName, TableSchema, quote
 
 __all__ = [
     "AddColumn",
@@ -48,7 +48,7 @@ class Position:
     after: str | None = None
 
     def to_sql(self) -> str:
-        return "FIRST" if self.after is None else f"AFTER `{self.after}`"
+        return "FIRST" if self.after is None else f"AFTER {quote(self.after)}"
 
 
 # --- ALTER TABLE specifications -------------------------------------------------------

@@ -199,3 +199,25 @@ def test_canal_mysql_types_read_back_exactly() -> None:
     ]
     with pytest.raises(SchemaError, match="MySQL type 'nonsense"):
         carried_schema(REAL, parse_fields(json.dumps([["id", "int"], ["z", "nonsense("]])))
+
+
+def test_hostile_names_read_back_and_render_as_themselves() -> None:
+    from schemas.ddl import apply, parse_ddl
+    from schemas.lattice import diff
+    from schemas.render import alter_sql
+
+    real = parse_create_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)")
+    hostile = "a`b'c;--"
+    text = row_schema_text(
+        [
+            {"field": "id", "type": "int32", "optional": False},
+            {"field": "b", "type": "int32", "optional": True},
+            {"field": hostile, "type": "string", "optional": True},
+            {"field": "x y", "type": "int64", "optional": True},
+        ]
+    )
+    got = carried_schema(real, parse_fields(text))
+    sql = alter_sql("t", diff(real, got))
+    # the second column goes AFTER the hostile one: that name is quoted there too
+    assert sql.endswith("AFTER `a``b'c;--`")
+    assert apply(parse_ddl(sql)[0], real) == got
