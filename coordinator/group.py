@@ -200,8 +200,7 @@ class Replica:
                 self.versions[d.target] = max(self.versions.get(d.target, 0), 1)
             elif isinstance(d, ApplyDDL):
                 self.versions[d.target] = self.versions.get(d.target, 1) + 1
-            target = getattr(d, "target", None)
-            versions.append(self.versions.get(target, 0) if target is not None else 0)
+            versions.append(self.versions.get(d.target, 0))
         return Folded(seq, record, tuple(decisions), tuple(versions))
 
     def _shard_record(self, c: Coordinator, shard: ShardId, record: Record) -> list[Decision]:

@@ -205,23 +205,23 @@ class _MariaRun(_Run):
                 conn.close()
         from schemas.ddl import parse_create_table
 
-        shadows = []
+        shadows: list[tuple[ShardId, ShardId]] = []  # (shadow, real) gh-ost makes
         for name, sql in self.scenario.shards.items():
             shard = ShardId.parse(name)
             self.upstream.create(shard, parse_create_table(sql))
-            if self.real_migration(shard) is not None:
-                shadows.append(shard)  # made by gh-ost, below
+            real = self.real_migration(shard)
+            if real is not None:
+                shadows.append((shard, real))  # made by gh-ost, below
             else:
                 self.execute(shard, sql)
-        for shadow in shadows:
+        for shadow, real in shadows:
             # A migration that began before the job: gh-ost makes and alters the shadow and
             # copies the rows before capture starts, then waits at its cut-over.
             from devkit.upstream_local import ADMIN
 
-            real = self.real_migration(shadow)
-            assert real is not None
+            assert self.gh_ost is not None
             migration = ghost_binary.GhostMigration(
-                self.gh_ost or "",
+                self.gh_ost,
                 self.server(shadow.source),
                 ADMIN,
                 real,

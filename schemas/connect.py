@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from schemas.ddl import parse_type
 from schemas.errors import DDLError, SchemaError
 from schemas.model import Column, ColumnType, TableSchema
 
@@ -174,8 +175,6 @@ class ConnectField:
             return Column(self.field, self._mysql_type(), self.optional)
         source = self._source_type()
         if source is not None:
-            from schemas.ddl import parse_type
-
             try:
                 return Column(self.field, parse_type(source), self.optional)
             except DDLError as e:
@@ -183,8 +182,6 @@ class ConnectField:
         return Column(self.field, self._type(), self.optional)
 
     def _mysql_type(self) -> ColumnType:
-        from schemas.ddl import parse_type
-
         try:
             return parse_type(self.mysql or "")
         except DDLError as e:
@@ -332,7 +329,7 @@ def carried_schema(
             col = col.renamed(f.field)
             # canal's mysqlType says nothing of NULL: the definition's nullability stays
             keep = col.nullable == f.optional or f.mysql is not None
-            columns.append(col if keep else _nullable(col, f.optional))
+            columns.append(col if keep else replace(col, nullable=f.optional))
         else:
             columns.append(f.column())
     names = {c.key for c in columns}
@@ -341,9 +338,3 @@ def carried_schema(
         raise SchemaError(f"the rows carry no primary key column {missing[0]!r}")
     kept = tuple(i for i in real.indexes if all(c.lower() in names for c in i.columns))
     return real.replace(columns=tuple(columns), indexes=kept)
-
-
-def _nullable(col: Column, nullable: bool) -> Column:
-    from dataclasses import replace
-
-    return replace(col, nullable=nullable)

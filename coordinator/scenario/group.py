@@ -35,12 +35,13 @@ from coordinator.group import MemoryLog, Record, Replica
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.routing import TableKind
 from coordinator.scenario.downstream import MemoryTable
-from coordinator.scenario.memory import build_coordinator
+from coordinator.scenario.memory import Stash, build_coordinator, rename_stashed, take_released
 from coordinator.scenario.model import Scenario, ScenarioFileError, Step
 from coordinator.scenario.observe import Observation, observe
 from coordinator.scenario.upstream import RowEvent, Upstream
 from coordinator.state import snapshot
 from schemas.connect import row_schema_text, value_fields
+from schemas.ddl import parse_create_table
 from shardmerge.errors import ShardMergeError
 
 __all__ = ["GroupEngine", "RandomSchedule"]
@@ -71,9 +72,7 @@ class _Job:
     replica: Replica
     saved: dict[str, Any]
     inbox: list[tuple[Position, RowEvent | tuple[ShardId, str]]] = field(default_factory=list)
-    stash: dict[tuple[ShardId, int], list[tuple[Position, RowEvent]]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
+    stash: Stash = field(default_factory=lambda: defaultdict(list))
     outbox: list[_Write] = field(default_factory=list)
     paused: bool = False
     crash_next: bool = False
@@ -126,8 +125,6 @@ class GroupEngine:
     def start(self) -> None:
         for name, sql in self.scenario.shards.items():
             shard = ShardId.parse(name)
-            from schemas.ddl import parse_create_table
-
             self.upstream.create(shard, parse_create_table(sql))
             if name in self.scenario.unseen:
                 continue
@@ -271,20 +268,12 @@ class GroupEngine:
             self.decided.setdefault((d.target, version), d)
             return
         if isinstance(d, Release) and job.owns(d.shard):
-            key = (d.shard, d.version)
-            events = job.stash.pop(key, [])
-            now = [e for e in events if d.until is None or e[0] < d.until]
-            later = [e for e in events if not (d.until is None or e[0] < d.until)]
-            if later:
-                job.stash[key] = later
-            job.outbox += [_Write(d.target, version, e, d.project) for _, e in now]
+            released = take_released(job.stash, d)
+            job.outbox += [_Write(d.target, version, e, d.project) for e in released]
         elif isinstance(d, Truncate) and job.owns(d.shard):
             job.outbox.append(_Write(d.target, version, d))
         elif isinstance(d, Rename) and job.owns(d.new):
-            for shard, version in [k for k in job.stash if k[0] == d.old]:
-                moved = [(p, _renamed(e, d.new)) for p, e in job.stash.pop((shard, version))]
-                key = (d.new, version)
-                job.stash[key] = sorted(job.stash.get(key, []) + moved, key=lambda pe: pe[0])
+            rename_stashed(job.stash, d)
             job.outbox.append(_Write(d.target, version, d))
 
     def drain(self, job: _Job) -> None:
@@ -382,9 +371,3 @@ class GroupEngine:
         rows: list[dict[str, Any]] = list(table.rows.values()) if table else []
         schema = table.schema if table else None
         return observe(job.replica.coordinator, target, schema, rows, self.error)
-
-
-def _renamed(event: RowEvent, shard: ShardId) -> RowEvent:
-    from dataclasses import replace
-
-    return replace(event, shard=shard)

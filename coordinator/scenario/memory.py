@@ -38,7 +38,30 @@ from schemas.connect import row_schema_text, value_fields
 from schemas.ddl import parse_create_table
 from shardmerge.errors import ShardMergeError
 
-__all__ = ["MemoryEngine", "build_coordinator"]
+__all__ = ["MemoryEngine", "Stash", "build_coordinator", "rename_stashed", "take_released"]
+
+
+Stash = dict[tuple[ShardId, int], list[tuple[Position, RowEvent]]]
+
+
+def take_released(stash: Stash, d: Release) -> list[RowEvent]:
+    """The held events ``d`` releases (those before its ``until``), in order, taken out of
+    ``stash``; the later ones stay."""
+    key = (d.shard, d.version)
+    events = stash.pop(key, [])
+    now = [e for p, e in events if d.until is None or p < d.until]
+    later = [(p, e) for p, e in events if not (d.until is None or p < d.until)]
+    if later:
+        stash[key] = later
+    return now
+
+
+def rename_stashed(stash: Stash, d: Rename) -> None:
+    """The renamed shard's held events are kept under its new name, in position order."""
+    for shard, version in [k for k in stash if k[0] == d.old]:
+        moved = [(p, replace(e, shard=d.new)) for p, e in stash.pop((shard, version))]
+        key = (d.new, version)
+        stash[key] = sorted(stash.get(key, []) + moved, key=lambda pe: pe[0])
 
 
 def build_coordinator(scenario: Scenario) -> tuple[Coordinator, Router, TargetConfig]:
@@ -58,7 +81,7 @@ class MemoryEngine:
         self.coordinator, self.router, self.config = build_coordinator(scenario)
         self.upstream = Upstream()
         self.tables: dict[TargetId, MemoryTable] = {}
-        self.stash: dict[tuple[ShardId, int], list[tuple[int, RowEvent]]] = defaultdict(list)
+        self.stash: Stash = defaultdict(list)
         self.error: str | None = None
         moves = Moves(m.move() for m in scenario.moves)
         self.mover = MoveDriver(self, moves) if moves else None
@@ -153,20 +176,13 @@ class MemoryEngine:
                 case Hold():
                     pass  # rows from here on are routed to the stash
                 case Release():
-                    key = (d.shard, d.version)
-                    events = self.stash.get(key, [])
-                    now = [e for e in events if d.until is None or e[0] < d.until]
-                    self.stash[key] = [e for e in events if not (d.until is None or e[0] < d.until)]
-                    for _, event in now:
+                    for event in take_released(self.stash, d):
                         self.write(d.target, event, d.project)
 
     def rename(self, d: Rename) -> None:
         """The renamed shard's held events are kept under its new name (their order kept),
         and its rows downstream take the new name's extract values."""
-        for shard, version in [k for k in self.stash if k[0] == d.old]:
-            moved = [(p, replace(e, shard=d.new)) for p, e in self.stash.pop((shard, version))]
-            key = (d.new, version)
-            self.stash[key] = sorted(self.stash.get(key, []) + moved, key=lambda pe: pe[0])
+        rename_stashed(self.stash, d)
         if d.match and d.target in self.tables:
             self.tables[d.target].rehome(dict(d.match), dict(d.values), lambda _: True)
 
