@@ -14,7 +14,8 @@ write that happened.
    ``streaming.job.read_parsed``; the batch splits events from dead letters); undecodable
    records go to the dead-letter table. Dies after: the re-run's append is skipped.
 4. **Collect control events only** (DDL, TRUNCATE: a handful) to the driver and put them in
-   one order (``streaming.control``); count the rows per shard.
+   one order (``streaming.control``); one aggregate of the rows per shard: the first
+   position, schema fingerprints, and the sets of columns the after images name.
 5. **Decide**: every control event goes through the coordinator, in order, before any
    row is written. Schema work runs at once (CREATE, ALTER, default fills: each applied
    only where the table still lacks it); TRUNCATE and replays are recorded; statements
@@ -30,8 +31,12 @@ write that happened.
    order): one DELETE of the rows of the shards that ran TRUNCATE, one MERGE, the last
    action per key winning. Then, for the whole batch: one stash append (held rows, rows
    ahead of a DDL), one dead-letter append, one stash delete (replayed rows), each only
-   when there is something to write. Dies here: the re-run skips the writes done and does
-   the rest.
+   when there is something to write. A target whose rows the batch does not change the
+   treatment of takes the fast path: no summary, its MERGE reads the batch's parse
+   directly and the counts are observed on the way (``streaming.writer``). Which targets
+   do depends only on the state and the rows, so a re-run takes the same path; the
+   write slots are the same either way. Dies here: the re-run skips the writes done and
+   does the rest.
 7. **Persist** the coordinator state for this batch id (atomic file), then forget applied
    commands. Dies after: Spark re-runs the batch; step 1 restores the state *before* it, the
    writes are skipped, and the same state is written again.
@@ -122,6 +127,8 @@ class Stats:
     decode_seconds: float = 0.0
     decide_seconds: float = 0.0
     plan_seconds: float = 0.0
+    # Targets written by the fast path (streaming.writer.WriteStep.fast_targets).
+    fast_path: int = 0
     # What Delta reports the batch did to each target table: rows inserted, updated and
     # deleted by the MERGE, and deleted by a TRUNCATE's DELETE ("truncated").
     target_rows: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -252,24 +259,24 @@ class _Batch(WriteStep):
         obs.lap("commands")
         self.step("read and decode")
         # 3. decode: the batch is read from Kafka and parsed once, in the query's plan (the
-        # parse is persisted until the events are cached). Spark's Kafka source gives one task per
+        # parse is kept until the batch ends). Spark's Kafka source gives one task per
         # topic-partition, and Debezium writes a topic per shard table: every Spark job of
         # the batch would cost a task per shard. The batch is read in as many tasks as the
         # cluster has cores instead (the order of events is their position, not where
         # they sit).
         self.df = self.df.coalesce(max(1, self.spark.sparkContext.defaultParallelism))
-        events = self.events = self.decode_all().persist()
+        # The one kept copy of the batch is its parse (decode_all); the events are read
+        # from it (an inline of each record's parsed events), not kept a second time.
+        events = self.events = self.decode_all()
         crash_point("after_decode")
         try:
             # 4. control events, and the rows per shard
             controls = in_global_order(join_split_renames(events.filter(CONTROL).collect()))
-            # The events are cached now; the parse was needed for the dead letters only.
-            self.unpersist_parsed()
             rows = events.filter(f"NOT ({CONTROL})")
             # The sources read to the end of their schema-change topics: their rows that
             # need a DDL not read are dead letters (streaming.rows.no_ddl_sql).
             self.caught = self.p.caught_up.sources(self.batch, self.logged)
-            first = first_rows(rows, read_ahead_sql(self.caught))
+            first = self.first = first_rows(rows, read_ahead_sql(self.caught))
             shards, prints, self.caught_sources = first.shards, first.prints, first.caught
             obs.lap("decode")
             self.stats.decode_seconds = round(time.monotonic() - started, 3)
@@ -300,7 +307,6 @@ class _Batch(WriteStep):
             self.write(rows, planner)
             self.stats.events += len(controls)
         finally:
-            events.unpersist()
             self.unpersist_parsed()
         obs.lap("write")
         self.step("persist")
@@ -320,7 +326,8 @@ class _Batch(WriteStep):
 
     def decode_all(self) -> DataFrame:
         """The batch's events; its dead letters appended. The query hands the records
-        parsed (``streaming.job.read_parsed``); the parse is kept until the events are."""
+        parsed (``streaming.job.read_parsed``); the parse is kept until the batch ends
+        (every read of the events reads it)."""
         parsed = self.df.persist()
         self.parsed.append(parsed)
         formats = sorted({s.format for s in self.p.settings.sources})
@@ -444,18 +451,42 @@ class _Batch(WriteStep):
             planner.refresh(seg)
 
 
+@dataclass(frozen=True)
+class KeySet:
+    """The rows of one shard in the batch whose after images name the same columns:
+    the first and last of them, and the after image of the first (``sample``). Whether
+    an upsert is ahead of a DDL depends on the columns its image names and on its shard's
+    plan, not on its values (``streaming.rows.project_actions``), so the sample, placed at
+    the first and at the last position, judges them all where the plan does not change
+    between them (``streaming.writer.WriteStep.fast_targets``)."""
+
+    shard: ShardId
+    first: Any
+    last: Any
+    sample: str
+
+
 @dataclass
 class FirstRows:
     """What the batch's rows tell per shard before anything is decided: ``shards``, each
     shard's first position; ``prints``, the schema fingerprints its rows carry, each with
     the position of its first row; ``shadows``, the same for the row schemas of online-DDL
     shadow tables; ``caught``, the upstream sources all of whose rows in the batch came
-    from a caught-up source (see :func:`streaming.rows.read_ahead_sql`)."""
+    from a caught-up source (see :func:`streaming.rows.read_ahead_sql`); ``keysets``, the
+    column sets its after images name (see :class:`KeySet`)."""
 
     shards: dict[ShardId, Any]
     prints: dict[ShardId, list[tuple[Any, str]]]
     shadows: dict[ShardId, list[tuple[Any, str]]]
     caught: set[str]
+    keysets: list[KeySet] = field(default_factory=list)
+
+
+# The columns an after image names, as the projection reads them (lower-cased), in order.
+_IMAGE_KEYS = (
+    "CASE WHEN after IS NOT NULL "
+    "THEN array_sort(transform(json_object_keys(after), k -> lower(k))) END"
+)
 
 
 def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:
@@ -463,14 +494,19 @@ def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:
     shards: dict[ShardId, Any] = {}
     prints: dict[ShardId, list[tuple[Any, str]]] = {}
     shadows: dict[ShardId, list[tuple[Any, str]]] = {}
+    keysets: list[KeySet] = []
     sources: dict[str, bool] = {}
+    fps: dict[tuple[ShardId, str | None], Any] = {}
+    texts: dict[tuple[ShardId, str | None], str] = {}
     for r in (
-        rows.groupBy("source", "db", "tbl", "schema_fp")
+        rows.groupBy("source", "db", "tbl", "schema_fp", F.expr(_IMAGE_KEYS).alias("_keys"))
         .agg(
             F.min("_okey").alias("first"),
+            F.max("_okey").alias("last"),
             F.min(F.expr(f"CASE WHEN {caught} THEN 1 ELSE 0 END")).alias("caught"),
             # one text per fingerprint: the fingerprint is its hash
             F.max("row_schema").alias("row_schema"),
+            F.expr("min_by(after, _okey)").alias("sample"),
         )
         .collect()
     ):
@@ -479,12 +515,21 @@ def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:
         position = okey_position(r["first"])
         if shard not in shards or position < shards[shard]:
             shards[shard] = position
-        if r["schema_fp"] is not None:
-            prints.setdefault(shard, []).append((position, r["schema_fp"]))
+        # Per fingerprint (or none) its first row and one row schema: a fingerprint may
+        # come with several key sets.
+        fp = (shard, r["schema_fp"])
+        fps[fp] = min(position, fps.get(fp, position))
         if r["row_schema"] is not None:
-            shadows.setdefault(shard, []).append((position, r["row_schema"]))
+            texts[fp] = max(r["row_schema"], texts.get(fp, r["row_schema"]))
+        if r["_keys"] is not None:
+            keysets.append(KeySet(shard, position, okey_position(r["last"]), r["sample"]))
+    for (shard, fp_text), position in fps.items():
+        if fp_text is not None:
+            prints.setdefault(shard, []).append((position, fp_text))
+        if (shard, fp_text) in texts:
+            shadows.setdefault(shard, []).append((position, texts[(shard, fp_text)]))
     caught_sources = {s for s, all_caught in sources.items() if all_caught}
-    return FirstRows(shards, prints, shadows, caught_sources)
+    return FirstRows(shards, prints, shadows, caught_sources, keysets)
 
 
 def _wait_json(w: WaitView) -> dict[str, Any]:

@@ -1,25 +1,36 @@
 """Step 6 of the micro-batch protocol: write every target once (see ``streaming.batch``).
 
-Each target's write rows and the rows its releases replay from the stash are projected
-onto its schema as of the end of the batch, each at its own position (``streaming.rows``),
-and kept: the one copy of step 6. One summary aggregate over the projections and the rest
-of the batch's rows (``streaming.summary``) gives every count and every row ahead of a DDL
-that has not arrived (its shard waits from there) before anything is written. Then, per
-target in name order: one DELETE for the shards that ran TRUNCATE in the batch, then one
-MERGE, straight from the projection when nothing in it is ahead or does not fit (the fast
-path). Then, for the whole batch: one stash append (held rows and rows ahead of a DDL), one
-dead-letter append, one stash delete (the replayed rows), each only when there is
-something to write. Each write takes its slot in a fixed order, used or not, so a re-run
-batch finds the same transaction versions.
+**The fast path.** A target whose rows the batch does not change the treatment of (no
+release, TRUNCATE or shard rename in the batch; each shard one plain write plan; no row
+ahead of a DDL, judged per shard and set of named columns from step 4's aggregate) is
+MERGEd straight from the batch's parse: its projection is the MERGE source's input, read
+once, by Delta, and what a summary would count (events, values that do not fit) is
+observed during that read (``WriteStep.fast_targets``, ``WriteStep.merge_fast``). When
+every row of the batch is such a target's, no summary runs at all.
+
+**The exact path**, for every other target. Its write rows and the rows its releases
+replay from the stash are projected onto its schema as of the end of the batch, each at
+its own position (``streaming.rows``), and kept. One summary aggregate over those
+projections and the rest of the batch's rows (``streaming.summary``) gives every count
+and every row ahead of a DDL that has not arrived (its shard waits from there) before
+anything is written. Then, per target in name order: one DELETE for the shards that ran
+TRUNCATE in the batch, then one MERGE, straight from the kept projection when nothing in
+it is ahead or does not fit. Then, for the whole batch: one stash append (held rows and
+rows ahead of a DDL), one dead-letter append, one stash delete (the replayed rows), each
+only when there is something to write. Each write takes its slot in a fixed order, used
+or not, on either path, so a re-run batch finds the same transaction versions.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from coordinator.ids import TargetId
@@ -35,6 +46,11 @@ from streaming.stash import KEY, STASH_COLUMNS, append
 from streaming.summary import Summary
 
 __all__ = ["FATE", "ROW_COLUMNS", "WriteStep"]
+
+log = logging.getLogger("shardmerge.writer")
+
+# How long the fast path waits for the counts it observed during its MERGE.
+OBSERVE_WAIT_S = 60.0
 
 # What a fresh row of the batch does, from its plan (``streaming.plan``).
 FATE = (
@@ -82,6 +98,7 @@ class WriteStep:
     dead: list[tuple[str, int, int, str]]
     cached: list[DataFrame]
     caught: list[Any]
+    first: Any  # streaming.batch.FirstRows
 
     def next_version(self) -> int:
         raise NotImplementedError
@@ -101,6 +118,7 @@ class WriteStep:
             released = None
             if work.releases and self.stash.exists():
                 released = self.released(plan)
+            fast = self.fast_targets(planner, plan)
             projected: dict[TargetId, Projection] = {}
             for target in self.write_order():
                 schema = self.ex.schemas.get(target)
@@ -109,6 +127,9 @@ class WriteStep:
                 src = fresh.filter(
                     (F.col("_target") == str(target)) & (F.col("_fate") == "write")
                 ).select(*ROW_COLUMNS)
+                if target in fast:
+                    projected[target] = self.project(target, src, keep=False)
+                    continue
                 if released is not None and any(d.target == target for d in work.releases):
                     src = src.unionByName(
                         released.filter(
@@ -116,8 +137,17 @@ class WriteStep:
                         )
                     )
                 projected[target] = self.project(target, src)
-            summary = Summary.of(fresh, {t: p.kept for t, p in projected.items()})
-            self._write_targets(fresh, released, projected, summary)
+            slow = {t: p.kept for t, p in projected.items() if t not in fast}
+            if fast:
+                names = [str(t) for t in sorted(fast, key=str)]
+                rest = fresh.filter(~F.coalesce(F.col("_target").isin(names), F.lit(False)))
+            else:
+                rest = fresh
+            # Nothing to count outside the fast targets: no summary job at all.
+            summary = (
+                Summary.of(rest, slow) if slow or self.rows_outside(planner, fast) else Summary([])
+            )
+            self._write_targets(fresh, released, projected, summary, fast)
         finally:
             for frame in self.cached:
                 frame.unpersist()
@@ -185,7 +215,88 @@ class WriteStep:
         self.cached.append(released)
         return released
 
-    def project(self, target: TargetId, src: DataFrame) -> Projection:
+    def fast_targets(self, planner: Planner, plan: DataFrame) -> set[TargetId]:
+        """The targets whose rows this batch can MERGE straight from the decoded batch,
+        with no summary before (the fast path). A target is one when nothing in the batch
+        changes what its rows do: it has a schema downstream, no release, TRUNCATE or
+        shard rename in the batch, and each of its shards with rows has one plan, a write,
+        with no hold, no late rename and no cut; and none of its rows is ahead of a DDL.
+        The last is judged without the rows' values: per shard and set of columns an
+        after image names (``streaming.batch.KeySet``), the first image of the set is
+        projected at the set's first and last position (one small Spark job for every
+        target), and a reason there means a reason somewhere: such a target takes the
+        exact path. Everything else a summary would count, the fast path observes while
+        Delta reads the MERGE source (``merge_fast``)."""
+        work = self.ex.work
+        busy = {d.target for d in work.releases}
+        busy |= {d.target for d in work.truncates} | set(work.truncated)
+        busy |= {d.target for d in work.renames}
+        per_shard: dict[Any, int] = {}
+        candidates: dict[TargetId, list[Any]] = {}
+        for seg in planner.segments:
+            per_shard[seg.shard] = per_shard.get(seg.shard, 0) + 1
+        for seg in planner.segments:
+            p, r = seg.plan, seg.plan.route
+            if r.target is None:
+                continue
+            trivial = (
+                r.action == "write"
+                and not seg.closed
+                and p.hold_from is None
+                and _after_renames(self.first.shards.get(seg.shard), p.late_renames)
+                and per_shard[seg.shard] == 1
+                and self.ex.schemas.get(r.target) is not None
+            )
+            if not trivial or r.target in busy:
+                busy.add(r.target)
+            else:
+                candidates.setdefault(r.target, []).append(seg.shard)
+        fast = {t for t in candidates if t not in busy}
+        first = self.first
+        if not fast:
+            return set()
+        owner = {s: t for t, shards in candidates.items() if t in fast for s in shards}
+        samples = [
+            (k.shard.source, k.shard.db, k.shard.table, okey_value(pos), k.sample)
+            for k in first.keysets
+            if k.shard in owner
+            for pos in (k.first, k.last)
+        ]
+        if not samples:
+            return fast
+        reps = join_plan(
+            local_frame(
+                self.spark,
+                samples,
+                f"source string, db string, tbl string, _okey {OKEY_TYPE}, after string",
+            )
+            .withColumn("op", F.lit("c"))
+            .withColumn("before", F.lit(None).cast("string")),
+            plan,
+        )
+        judged = None
+        for target in sorted(fast, key=str):
+            reasons = project_actions(
+                reps.filter(F.col("_target") == str(target)),
+                self.ex.schemas[target],
+                self.c.extract_of(target),
+                shards=shard_columns(self.c.shard_schemas(target)),
+            ).select(F.lit(str(target)).alias("t"), "_reason")
+            judged = reasons if judged is None else judged.unionByName(reasons)
+        assert judged is not None
+        ahead = {r["t"] for r in judged.filter("_reason IS NOT NULL").select("t").collect()}
+        return {t for t in fast if str(t) not in ahead}
+
+    def rows_outside(self, planner: Planner, fast: set[TargetId]) -> bool:
+        """Whether the batch has rows of a shard that is not a fast target's write (held,
+        dropped, of an unknown table, of another target): those the summary counts."""
+        return any(
+            seg.plan.route.target not in fast or seg.plan.route.action != "write"
+            for seg in planner.segments
+            if seg.shard in self.first.shards
+        )
+
+    def project(self, target: TargetId, src: DataFrame, keep: bool = True) -> Projection:
         """``src`` projected onto ``target``'s schema (``streaming.rows``). What the summary
         and the MERGE read is kept until the batch ends: the downstream values and the few
         columns that place and judge a row, not the event's own columns (its row images
@@ -197,6 +308,8 @@ class WriteStep:
             self.c.extract_of(target),
             shards=shard_columns(self.c.shard_schemas(target)),
         ).withColumn("_unfit", F.expr(no_ddl_sql(self.caught)))
+        if not keep:  # the fast path: Delta's MERGE reads the projection once
+            return Projection(full, full)
         values = [F.col(ident(c)) for c in full.columns if c.startswith("_c_")]
         kept = full.select(*PROJECTED_KEPT, *values)
         kept = kept.persist()
@@ -209,6 +322,7 @@ class WriteStep:
         released: DataFrame | None,
         projected: dict[TargetId, Projection],
         summary: Summary,
+        fast: set[TargetId],
     ) -> None:
         self.stats.events = summary.fresh_events()
         self.stats.written = summary.events("write") - summary.unfit("write")
@@ -243,6 +357,12 @@ class WriteStep:
                     )
                 continue
             path = self.p.settings.table_path(target)
+            if target in fast:  # no TRUNCATE, nothing ahead: only what is observed
+                unfit = self.merge_fast(target, path, projected[target], merge_slot)
+                if unfit is not None:
+                    dead_parts.append(unfit)
+                crash_point("after_rows")
+                continue
             self.truncate(target, path, delete_slot)
             if not summary.rows(target):
                 continue
@@ -369,12 +489,87 @@ class WriteStep:
             )  # fmt: skip
         return ahead, unfit
 
+    def merge_fast(
+        self, target: TargetId, path: str, projected: Projection, version: int
+    ) -> DataFrame | None:
+        """The fast path's MERGE (see :meth:`fast_targets`): the projection of the
+        target's rows is the MERGE source's input, read once, by Delta; what a summary
+        would have counted (its events, its actions, the values that do not fit) is
+        observed on the way. Values that do not fit are dead letters, projected again
+        only when there are some. Returns those dead letters."""
+        schema = self.ex.schemas[target]
+        # a name of its own (Spark keeps observations by name); a fast target has rows
+        seen = Observation(f"shardmerge_fast_{uuid.uuid4().hex}")
+        observed = projected.full.observe(
+            seen,
+            F.count(F.when(F.expr("_sub = 1 OR op = 'd'"), True)).alias("events"),
+            F.count(F.lit(1)).alias("actions"),
+            F.count("_unfit").alias("unfit"),
+        )
+        src = merge_source(observed.filter("_unfit IS NULL"), schema)
+        planning = time.monotonic()
+        src._jdf.queryExecution().executedPlan()  # analysis, optimization, planning
+        self.stats.plan_seconds += round(time.monotonic() - planning, 3)
+        keys = list(schema.primary_key) or list(schema.column_names())
+        done = self.sink.merge(path, src, keys, list(schema.column_names()), version)
+        self.count_target_rows(target, done)
+        counts = _observed(seen, projected.full)
+        self.stats.fast_path += 1
+        self.stats.events += counts["events"]
+        self.stats.written += counts["events"] - counts["unfit"]
+        if not counts["unfit"]:
+            return None
+        return _dead(
+            projected.full.filter("_unfit IS NOT NULL").withColumn("_reason", F.col("_unfit"))
+            .dropDuplicates(KEY),
+            None,
+        )  # fmt: skip
+
     def waits_frame(self, waits: list[tuple[str, str, str, Any]]) -> DataFrame:
         return local_frame(
             self.spark,
             [(s, d, t, okey_value(p)) for s, d, t, p in waits],
             f"source string, db string, tbl string, _wait {OKEY_TYPE}",
         )
+
+
+def _after_renames(first: Any, late_renames: Any) -> bool:
+    """Whether a shard's rows, the first at ``first``, all come after its late column
+    renames (so none goes through one), as the projection compares positions."""
+    if not late_renames:
+        return True
+    if first is None or any(v is None for v in first):
+        return False
+    return all(
+        pos is not None and None not in pos and list(first) > list(pos) for pos, _ in late_renames
+    )
+
+
+def _observed(seen: Observation, projected: DataFrame) -> dict[str, int]:
+    """What ``seen`` observed while Delta read the MERGE source. Spark hands the metrics
+    over when that read ends; should they not come (a MERGE that never read its source),
+    the same counts are computed over ``projected`` instead, and the fallback logged."""
+    got: dict[str, Any] = {}
+
+    def wait() -> None:
+        got.update(seen.get)
+
+    waiter = threading.Thread(target=wait, name="shardmerge-observe", daemon=True)
+    waiter.start()
+    waiter.join(OBSERVE_WAIT_S)
+    if got:
+        return {k: int(v or 0) for k, v in got.items()}
+    log.warning(
+        "the fast path's MERGE gave no observed counts within %s s: counting them again",
+        OBSERVE_WAIT_S,
+    )
+    row = projected.agg(
+        F.count(F.when(F.expr("_sub = 1 OR op = 'd'"), True)).alias("events"),
+        F.count(F.lit(1)).alias("actions"),
+        F.count("_unfit").alias("unfit"),
+    ).first()
+    assert row is not None
+    return {k: int(row[k]) for k in ("events", "actions", "unfit")}
 
 
 def _dead(bad: DataFrame, reason: str | None) -> DataFrame:

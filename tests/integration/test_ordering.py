@@ -109,6 +109,32 @@ def test_rows_ahead_of_their_ddl_wait_for_it_instead_of_failing(kafka, spark, tm
     assert p.lock()["stage"] == "none"
 
 
+def test_rows_ahead_of_their_ddl_in_a_batch_without_control_events_wait(kafka, spark, tmp_path):
+    """The batch holds rows only, and no schema fingerprints: nothing but the columns the
+    rows name tells that t1's are ahead of a DDL. The fast path (streaming.writer) must see
+    it before it writes: t1 waits from its first such row, t2's rows are written."""
+    p = Pipeline(kafka, spark, tmp_path, "optimistic")
+    creates = [ddl(p, t, BASE.format(t=t), BASE) for t in ("t1", "t2")]
+    p.send(
+        creates + row(p, "t1", {"id": 1, "a": 1}, BASE) + row(p, "t2", {"id": 10, "a": 10}, BASE)
+    )
+    p.run()
+    add = ddl(p, "t1", "ALTER TABLE t1 ADD COLUMN note VARCHAR(20)", ADDED)
+    ahead = row(p, "t1", {"id": 2, "a": 2, "note": "x"}, ADDED)
+    behind_it = row(p, "t1", {"id": 3, "a": 3, "note": None}, ADDED)
+    p.send(ahead + behind_it + row(p, "t2", {"id": 11, "a": 11}, BASE))
+    p.run()
+    assert [r["id"] for r in p.rows()] == [1, 10, 11]
+    lock = p.lock()
+    assert lock["stage"] == "waiting" and lock["blocked"] == [f"{p.source}.db.t1"]
+    p.send([add])
+    p.run()
+    assert [(r["id"], r.get("note")) for r in p.rows()] == [
+        (1, None), (2, "x"), (3, None), (10, None), (11, None)
+    ]  # fmt: skip
+    assert p.lock()["stage"] == "none"
+
+
 def test_rows_behind_a_processed_ddl_are_written_not_held(kafka, spark, tmp_path):
     p = Pipeline(kafka, spark, tmp_path, "pessimistic")
     creates = [ddl(p, t, BASE.format(t=t), BASE) for t in ("t1", "t2")]

@@ -81,7 +81,7 @@ def test_a_row_without_its_key_is_a_dead_letter(kafka, spark, tmp_path):
     p = Pipeline(kafka, spark, tmp_path, "optimistic")
     create = ddl(p, "t1", BASE.format(t="t1"), BASE)
     good = row(p, "t1", {"id": 1, "a": 1}, BASE)
-    keyless = row(p, "t1", {"a": 2}, BASE)
+    keyless = row(p, "t1", {"id": None, "a": 2}, BASE)
     null_key = row(p, "t1", {"id": None, "a": 3}, BASE)
     schema = parse_create_table(BASE.format(t="t1"))
     delete = list(p.builder.row("db", "t1", "d", {"a": 1}, None, schema))
@@ -114,3 +114,24 @@ def test_a_row_lacking_a_not_null_column_of_its_shard_is_not_invented(kafka, spa
     p.run()
     assert p.rows() == [{"id": 1, "a": 1}, {"id": 2, "a": 2}]
     assert p.lock()["stage"] == "none"
+
+
+def test_rows_that_cannot_be_written_in_a_batch_of_rows_only_are_dead_letters(
+    kafka, spark, tmp_path
+):
+    """A batch of rows only takes the fast path (streaming.writer): a row with a null key
+    and a value that does not fit its column are still dead letters, counted, and the
+    other rows are written."""
+    p = Pipeline(kafka, spark, tmp_path, "optimistic")
+    p.send([ddl(p, "t1", BASE.format(t="t1"), BASE)] + row(p, "t1", {"id": 1, "a": 1}, BASE))
+    p.run()
+    keyless = row(p, "t1", {"id": None, "a": 2}, BASE)
+    unfit = row(p, "t1", {"id": 3, "a": "three"}, BASE)
+    p.send(keyless + unfit + row(p, "t1", {"id": 4, "a": 4}, BASE))
+    p.run()
+    assert p.rows() == [{"id": 1, "a": 1}, {"id": 4, "a": 4}]
+    assert _dead(p) == [
+        f"key column id is null in after of shard {p.source}.db.t1",
+        "value three of column a does not fit the target type INT",
+    ]
+    assert p.totals["written"] == 2
