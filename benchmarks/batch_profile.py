@@ -66,6 +66,7 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--max-offsets", type=int, default=62_500)
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--steady", action="store_true", help="no DDL rollout: rows only")
     parser.add_argument(
         "--timeline", type=int, default=2, help="list every Spark job of this batch in order"
     )
@@ -83,7 +84,11 @@ def main() -> None:
     try:
         with kafka_local.running("bench", work / "kafka") as broker:
             sent, secs = produce(
-                broker.bootstrap, "bench", args.shards, args.events // args.shards, ROLLOUT
+                broker.bootstrap,
+                "bench",
+                args.shards,
+                args.events // args.shards,
+                {} if args.steady else ROLLOUT,
             )
             print(f"produced {sent:,} records in {secs:.1f} s")
             spark = build_spark("shardmerge-profile")
@@ -92,8 +97,11 @@ def main() -> None:
             plain_stream(spark, s, FINAL, summary=False)
             _, d_secs, batches = plain_stream(spark, s, FINAL, summary=True)
             print(f"(d) plain streaming + persist + aggregate: {d_secs:.1f} s, {batches} batches")
-            j_secs, _ = run_job(spark, s)
-            print(f"shardmerge job: {j_secs:.1f} s = {d_secs / j_secs:.2f}x (d)")
+            j_secs, processor = run_job(spark, s)
+            print(
+                f"shardmerge job: {j_secs:.1f} s = {d_secs / j_secs:.2f}x (d); "
+                f"{processor.observer.totals['fast_path']} target writes on the fast path"
+            )
             spark.stop()
             time.sleep(1)
     finally:

@@ -4,7 +4,7 @@ run, plus the DDL barrier latency and the driver's memory while 1M events are he
     .venv/bin/python benchmarks/pipeline_throughput.py [--events 1000000] [--shards 16]
 
 1. Produce N Debezium events (16 shards; an ADD COLUMN and a column rename roll out
-   shard by shard) to a local broker.
+   shard by shard, or with ``--steady`` no DDL at all) to a local broker.
 2. (b) raw: Spark batch read of every topic + JVM decode + count.
 3. (a) plain: the same events decoded, projected onto the final schema, last action per
    key, one MERGE into a fresh Delta table: what a job without coordination does.
@@ -209,6 +209,11 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--max-offsets", type=int, default=250_000)
+    parser.add_argument(
+        "--steady",
+        action="store_true",
+        help="no DDL rollout: every batch is rows only (the fast path's case)",
+    )
     parser.add_argument("--skip-held", action="store_true")
     parser.add_argument("--skip-barrier", action="store_true")
     parser.add_argument(
@@ -226,7 +231,8 @@ def main() -> None:
     out: list[tuple[str, str]] = []
     try:
         with kafka_local.running("bench", work / "kafka") as broker:
-            sent, secs = produce(broker.bootstrap, "bench", args.shards, rows, ROLLOUT)
+            rollout = {} if args.steady else ROLLOUT
+            sent, secs = produce(broker.bootstrap, "bench", args.shards, rows, rollout)
             out.append(
                 (
                     "producer (confluent-kafka, lz4)",
@@ -289,7 +295,8 @@ def main() -> None:
                     f"{sent:,} records in {secs:.1f}s = {ours:,.0f}/s "
                     f"(**{ours / stream:.2f}x plain streaming (c)**, {ours / floor:.2f}x (d), "
                     f"{ours / plain:.2f}x plain batch; "
-                    f"{latest[0] + 1} batches)",
+                    f"{latest[0] + 1} batches, "
+                    f"{processor.observer.totals['fast_path']} of them on the fast path)",
                 )
             )
             steps: dict[str, float] = {}

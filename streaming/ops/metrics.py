@@ -193,6 +193,13 @@ class JobCollector(Collector):
         )
         never.add_metric([], totals.get("ddl_never_came", 0))
         yield never
+        fast = CounterMetricFamily(
+            "shardmerge_fast_path_writes",
+            "target writes that took the fast path: MERGEd straight from the batch's parse, "
+            "with no summary before (streaming.writer)",
+        )
+        fast.add_metric([], totals.get("fast_path", 0))
+        yield fast
         conflicts = CounterMetricFamily(
             "shardmerge_conflicts", "times a target's lock entered conflict", labels=["target"]
         )
