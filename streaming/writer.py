@@ -500,12 +500,7 @@ class WriteStep:
         schema = self.ex.schemas[target]
         # a name of its own (Spark keeps observations by name); a fast target has rows
         seen = Observation(f"shardmerge_fast_{uuid.uuid4().hex}")
-        observed = projected.full.observe(
-            seen,
-            F.count(F.when(F.expr("_sub = 1 OR op = 'd'"), True)).alias("events"),
-            F.count(F.lit(1)).alias("actions"),
-            F.count("_unfit").alias("unfit"),
-        )
+        observed = projected.full.observe(seen, *_fast_counts())
         src = merge_source(observed.filter("_unfit IS NULL"), schema)
         planning = time.monotonic()
         src._jdf.queryExecution().executedPlan()  # analysis, optimization, planning
@@ -531,6 +526,17 @@ class WriteStep:
             [(s, d, t, okey_value(p)) for s, d, t, p in waits],
             f"source string, db string, tbl string, _wait {OKEY_TYPE}",
         )
+
+
+def _fast_counts() -> list[Any]:
+    """What the fast path counts of a target's projected key actions: its events (one per
+    event: an update that changes its key is two actions of one event), its actions, and
+    those whose values cannot be written."""
+    return [
+        F.count(F.when(F.expr("_sub = 1 OR op = 'd'"), True)).alias("events"),
+        F.count(F.lit(1)).alias("actions"),
+        F.count("_unfit").alias("unfit"),
+    ]
 
 
 def _after_renames(first: Any, late_renames: Any) -> bool:
@@ -563,11 +569,7 @@ def _observed(seen: Observation, projected: DataFrame) -> dict[str, int]:
         "the fast path's MERGE gave no observed counts within %s s: counting them again",
         OBSERVE_WAIT_S,
     )
-    row = projected.agg(
-        F.count(F.when(F.expr("_sub = 1 OR op = 'd'"), True)).alias("events"),
-        F.count(F.lit(1)).alias("actions"),
-        F.count("_unfit").alias("unfit"),
-    ).first()
+    row = projected.agg(*_fast_counts()).first()
     assert row is not None
     return {k: int(row[k]) for k in ("events", "actions", "unfit")}
 

@@ -81,7 +81,7 @@ def test_a_row_without_its_key_is_a_dead_letter(kafka, spark, tmp_path):
     p = Pipeline(kafka, spark, tmp_path, "optimistic")
     create = ddl(p, "t1", BASE.format(t="t1"), BASE)
     good = row(p, "t1", {"id": 1, "a": 1}, BASE)
-    keyless = row(p, "t1", {"id": None, "a": 2}, BASE)
+    keyless = row(p, "t1", {"a": 2}, BASE)
     null_key = row(p, "t1", {"id": None, "a": 3}, BASE)
     schema = parse_create_table(BASE.format(t="t1"))
     delete = list(p.builder.row("db", "t1", "d", {"a": 1}, None, schema))
