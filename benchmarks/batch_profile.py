@@ -26,13 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pipeline_throughput import ROLLOUT, plain_stream, produce, run_job, settings
-
-FINAL = (
-    "CREATE TABLE orders (id BIGINT PRIMARY KEY, user_id INT NOT NULL, status VARCHAR(16) "
-    "NOT NULL DEFAULT 'NEW', amount DECIMAL(10,2) NOT NULL, created DATETIME(3) NOT NULL, "
-    "memo VARCHAR(64))"
-)
+from pipeline_throughput import FINAL, ROLLOUT, plain_stream, produce, run_job, settings
 
 
 def jobs(log_dir: Path) -> list[dict[str, Any]]:

@@ -41,6 +41,12 @@ from streaming.config import (
 )
 from streaming.job import kafka_source_options
 
+# The workload's table after the rollout: what the baselines write.
+FINAL = (
+    "CREATE TABLE orders (id BIGINT PRIMARY KEY, user_id INT NOT NULL, status VARCHAR(16) "
+    "NOT NULL DEFAULT 'NEW', amount DECIMAL(10,2) NOT NULL, created DATETIME(3) NOT NULL, "
+    "memo VARCHAR(64))"
+)
 ROLLOUT = {
     0.3: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)",
     0.6: "ALTER TABLE {table} CHANGE note memo VARCHAR(64)",
@@ -251,11 +257,7 @@ def main() -> None:
                     f"{n:,} events in {secs:.1f}s = {n / secs:,.0f}/s",
                 )
             )
-            final = (
-                "CREATE TABLE orders (id BIGINT PRIMARY KEY, user_id INT NOT NULL, status VARCHAR(16) "
-                "NOT NULL DEFAULT 'NEW', amount DECIMAL(10,2) NOT NULL, created DATETIME(3) NOT NULL, "
-                "memo VARCHAR(64))"
-            )
+            final = FINAL
             n, secs = plain_merge(spark, broker.bootstrap, "bench", work, final)
             plain = n / secs
             out.append(

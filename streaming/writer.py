@@ -447,18 +447,7 @@ class WriteStep:
             good = good.filter("_unfit IS NULL")
         if wait is not None:
             good = good.join(wait, ["source", "db", "tbl"], "left").filter(f"NOT ({ahead_sql})")
-        src = merge_source(good, schema)
-        planning = time.monotonic()
-        src._jdf.queryExecution().executedPlan()  # analysis, optimization, planning
-        self.stats.plan_seconds += round(time.monotonic() - planning, 3)
-        done = self.sink.merge(
-            path,
-            src,
-            list(schema.primary_key) or list(schema.column_names()),
-            list(schema.column_names()),
-            version,
-        )
-        self.count_target_rows(target, done)
+        self.merge_into(target, path, merge_source(good, schema), version)
         ahead = None
         if wait is not None:
             # Rows ahead of a DDL go to (or stay in) the stash: held, not written. Rare (a
@@ -489,6 +478,17 @@ class WriteStep:
             )  # fmt: skip
         return ahead, unfit
 
+    def merge_into(self, target: TargetId, path: str, src: DataFrame, version: int) -> None:
+        """One MERGE of ``src`` (``streaming.rows.merge_source``) into ``target``, its
+        driver planning timed (``Stats.plan_seconds``) and what Delta did counted."""
+        schema = self.ex.schemas[target]
+        planning = time.monotonic()
+        src._jdf.queryExecution().executedPlan()  # analysis, optimization, planning
+        self.stats.plan_seconds += round(time.monotonic() - planning, 3)
+        keys = list(schema.primary_key) or list(schema.column_names())
+        done = self.sink.merge(path, src, keys, list(schema.column_names()), version)
+        self.count_target_rows(target, done)
+
     def merge_fast(
         self, target: TargetId, path: str, projected: Projection, version: int
     ) -> DataFrame | None:
@@ -501,13 +501,9 @@ class WriteStep:
         # a name of its own (Spark keeps observations by name); a fast target has rows
         seen = Observation(f"shardmerge_fast_{uuid.uuid4().hex}")
         observed = projected.full.observe(seen, *_fast_counts())
-        src = merge_source(observed.filter("_unfit IS NULL"), schema)
-        planning = time.monotonic()
-        src._jdf.queryExecution().executedPlan()  # analysis, optimization, planning
-        self.stats.plan_seconds += round(time.monotonic() - planning, 3)
-        keys = list(schema.primary_key) or list(schema.column_names())
-        done = self.sink.merge(path, src, keys, list(schema.column_names()), version)
-        self.count_target_rows(target, done)
+        self.merge_into(
+            target, path, merge_source(observed.filter("_unfit IS NULL"), schema), version
+        )
         counts = _observed(seen, projected.full)
         self.stats.fast_path += 1
         self.stats.events += counts["events"]
