@@ -67,6 +67,7 @@ def project_actions(
     extract: Extract,
     project_all: bool = False,
     shards: list[ShardColumns] | None = None,
+    judged: bool = False,
 ) -> DataFrame:
     """Every event's key actions, projected onto the downstream columns, with
     ``_action``, ``_okey``, ``_sub`` and ``_reason`` (not null: the action cannot be
@@ -75,7 +76,11 @@ def project_actions(
     ``_last_alter`` (a row before it loses the values of columns the target no longer
     has), ``_project``. With ``shards`` (each shard's columns now), a row after its
     shard's last ALTER that does not fit its own shard's columns is ahead of a DDL too, and
-    a row without its key is a dead letter (``streaming.row_fit``)."""
+    a row without its key is a dead letter (``streaming.row_fit``). ``judged``: the
+    caller already knows that no row is ahead of a DDL (the fast path judged every shard's
+    sets of named columns, ``streaming.writer.WriteStep.fast_targets``), so ``_reason`` is
+    NULL and the per-row checks behind it (the shard columns' join included) are left
+    out."""
     extra = {
         (extract.source_column or "").lower(): "source",
         (extract.db_column or "").lower(): "db",
@@ -101,7 +106,7 @@ def project_actions(
         # A row before its shard's last ALTER that names a column the target lacks is
         # behind that DDL (the column was dropped since), not ahead of a missing one.
         df = df.withColumn("_project", F.expr("_project OR coalesce(_okey < _last_alter, false)"))
-    if shards:
+    if shards and not judged:
         df = with_shard_columns(rows.sparkSession, df, shards)
     key_changed = (
         " OR ".join(
@@ -122,10 +127,14 @@ def project_actions(
     )
     df = df.withColumn("_act", F.explode("_acts")).drop("_acts")
     reason = ahead_of_ddl(known)
-    if shards:  # ahead of its own shard's DDL, whether or not the target has the column
+    if (
+        shards and not judged
+    ):  # ahead of its own shard's DDL, whether or not the target has the column
         reason = f"coalesce({reason}, CASE WHEN _act.a = 'u' AND NOT _project THEN " + (
             f"{ahead_sql('_act.img')} END)"
         )
+    if judged:
+        reason = "CAST(NULL AS STRING)"
     df = df.withColumn("_reason", F.expr(reason))
     projected = []
     unfit = []
@@ -143,8 +152,12 @@ def project_actions(
             ).alias(f"_c_{col.key}")
         )
         why = string(f" of column {col.name} does not fit the target type {col.type.type_sql()}")
+        # Read from the projected value, computed once: a value the image holds (not
+        # null) that came out NULL did not convert (a column the image lacks took its
+        # fill, and the image's own value is NULL then).
         unfit.append(
-            f"WHEN {got} IS NOT NULL AND ({value}) IS NULL THEN concat('value ', {got}, {why})"
+            f"WHEN {ident(f'_c_{col.key}')} IS NULL AND {got} IS NOT NULL "
+            f"THEN concat('value ', {got}, {why})"
         )
     # A row is never written under a key it does not carry (its delete, for op d).
     keys = [k.lower() for k in upstream_key]
@@ -157,9 +170,12 @@ def project_actions(
         for c in rows.columns
         if not c.startswith("_") or c in ("_okey", "_version", "_fate", "_target")
     ]
-    return df.select(
+    values = [F.col(ident(f"_c_{c.key}")) for c in schema.columns]
+    # Two projections: the values first, then the checks that read them (Spark keeps the
+    # two apart, as a value read twice is not inlined twice; each cast runs once per row).
+    return df.select(*keep, *projected, "_act", "_reason").select(
         *keep,
-        *projected,
+        *values,
         F.col("_act.a").alias("_action"),
         F.col("_act.sub").alias("_sub"),
         F.col("_reason"),

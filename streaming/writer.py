@@ -233,9 +233,14 @@ class WriteStep:
         busy |= {d.target for d in work.renames}
         per_shard: dict[Any, int] = {}
         candidates: dict[TargetId, list[Any]] = {}
-        for seg in planner.segments:
+        # A segment that ends before its shard's first row of the batch has no rows (the
+        # rows before a CREATE TABLE at the start of the batch): its plan does not count.
+        segments = [
+            seg for seg in planner.segments if _may_have_rows(seg, self.first.shards.get(seg.shard))
+        ]
+        for seg in segments:
             per_shard[seg.shard] = per_shard.get(seg.shard, 0) + 1
-        for seg in planner.segments:
+        for seg in segments:
             p, r = seg.plan, seg.plan.route
             if r.target is None:
                 continue
@@ -307,8 +312,11 @@ class WriteStep:
             self.ex.schemas[target],
             self.c.extract_of(target),
             shards=shard_columns(self.c.shard_schemas(target)),
+            judged=not keep,
         ).withColumn("_unfit", F.expr(no_ddl_sql(self.caught)))
-        if not keep:  # the fast path: Delta's MERGE reads the projection once
+        # The fast path (not kept): Delta's MERGE reads the projection once, and its rows
+        # were judged not ahead of any DDL (fast_targets), so they are not checked again.
+        if not keep:
             return Projection(full, full)
         values = [F.col(ident(c)) for c in full.columns if c.startswith("_c_")]
         kept = full.select(*PROJECTED_KEPT, *values)
@@ -533,6 +541,17 @@ def _fast_counts() -> list[Any]:
         F.count(F.lit(1)).alias("actions"),
         F.count("_unfit").alias("unfit"),
     ]
+
+
+def _may_have_rows(seg: Any, first: Any) -> bool:
+    """Whether rows of the batch may fall in ``seg`` (positions after ``seg.after``, up to
+    ``seg.upto``), its shard's first row of the batch at ``first``: not when the segment
+    ends before that row. Unknown parts of a position count as rows possibly there."""
+    if seg.upto is None or first is None:
+        return True
+    if any(v is None for v in first) or any(v is None for v in seg.upto):
+        return True
+    return bool(list(first) <= list(seg.upto))
 
 
 def _after_renames(first: Any, late_renames: Any) -> bool:
