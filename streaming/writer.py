@@ -220,13 +220,15 @@ class WriteStep:
         with no summary before (the fast path). A target is one when nothing in the batch
         changes what its rows do: it has a schema downstream, no release, TRUNCATE or
         shard rename in the batch, and each of its shards with rows has one plan, a write,
-        with no hold, no late rename and no cut; and none of its rows is ahead of a DDL.
-        The last is judged without the rows' values: per shard and set of columns an
-        after image names (``streaming.batch.KeySet``), the first image of the set is
-        projected at the set's first and last position (one small Spark job for every
-        target), and a reason there means a reason somewhere: such a target takes the
-        exact path. Everything else a summary would count, the fast path observes while
-        Delta reads the MERGE source (``merge_fast``)."""
+        with no hold and no cut; and none of its rows is ahead of a DDL. The last is
+        judged without the rows' values: per shard and set of columns an after image
+        names (``streaming.batch.KeySet``), the first image of the set is projected at the
+        set's first and last position and at every late column rename and last ALTER of
+        its shard in between (:func:`_judged_at`; one small Spark job for every target),
+        and a reason there means a reason somewhere: such a target takes the exact path.
+        Late renames themselves are applied by the projection, on either path. Everything
+        else a summary would count, the fast path observes while Delta reads the MERGE
+        source (``merge_fast``)."""
         work = self.ex.work
         busy = {d.target for d in work.releases}
         busy |= {d.target for d in work.truncates} | set(work.truncated)
@@ -248,7 +250,7 @@ class WriteStep:
                 r.action == "write"
                 and not seg.closed
                 and p.hold_from is None
-                and _after_renames(self.first.shards.get(seg.shard), p.late_renames)
+                and all(pos is not None and None not in pos for pos, _ in p.late_renames)
                 and per_shard[seg.shard] == 1
                 and self.ex.schemas.get(r.target) is not None
             )
@@ -261,12 +263,22 @@ class WriteStep:
         if not fast:
             return set()
         owner = {s: t for t, shards in candidates.items() if t in fast for s in shards}
-        samples = [
-            (k.shard.source, k.shard.db, k.shard.table, okey_value(pos), k.sample)
-            for k in first.keysets
-            if k.shard in owner
-            for pos in (k.first, k.last)
-        ]
+        points = {
+            seg.shard: [pos for pos, _ in seg.plan.late_renames] + [seg.plan.last_alter]
+            for seg in segments
+            if seg.shard in owner
+        }
+        samples = []
+        for k in first.keysets:
+            if k.shard not in owner:
+                continue
+            at = _judged_at(k.first, k.last, points[k.shard])
+            if at is None:  # a position not fully known: judged by the exact path
+                fast.discard(owner[k.shard])
+                continue
+            samples += [
+                (k.shard.source, k.shard.db, k.shard.table, okey_value(pos), k.sample) for pos in at
+            ]
         if not samples:
             return fast
         reps = join_plan(
@@ -554,16 +566,21 @@ def _may_have_rows(seg: Any, first: Any) -> bool:
     return bool(list(first) <= list(seg.upto))
 
 
-def _after_renames(first: Any, late_renames: Any) -> bool:
-    """Whether a shard's rows, the first at ``first``, all come after its late column
-    renames (so none goes through one), as the projection compares positions."""
-    if not late_renames:
-        return True
-    if first is None or any(v is None for v in first):
-        return False
-    return all(
-        pos is not None and None not in pos and list(first) > list(pos) for pos, _ in late_renames
-    )
+def _judged_at(first: Any, last: Any, points: list[Any]) -> list[Any] | None:
+    """The positions at which a set of named columns, its rows from ``first`` to ``last``,
+    is judged: ``first``, every point of its shard's plan inside the range (``points``:
+    the late column renames, which rename the rows before them, and the last ALTER, before
+    which rows are projected) and ``last``. Between two of these a row's renamed columns
+    and projection do not change, so neither does its reason to wait: judging each stretch
+    at its start covers every row, and a position without a row only makes the judgement
+    stricter. None when a position is not fully known (the target takes the exact path)."""
+    ends = [first, last, *[p for p in points if p is not None]]
+    if any(e is None or None in e for e in ends[:2]) or any(None in p for p in ends[2:]):
+        return None
+    lo, hi = list(first), list(last)
+    inside = sorted({tuple(p) for p in points if p is not None and lo < list(p) <= hi})
+    tail = [] if hi == lo or tuple(hi) in inside else [hi]
+    return [lo, *[list(p) for p in inside], *tail]
 
 
 def _observed(seen: Observation, projected: DataFrame) -> dict[str, int]:

@@ -1,8 +1,8 @@
-"""The fast path's rules (streaming.writer). Late column renames: a shard's rows take
-it only when every one of them comes after every rename it would otherwise go through,
-compared as the projection compares positions (file, offset, row, time, record). Segments
-without rows: a segment that ends before its shard's first row of the batch does not keep
-the shard off the fast path."""
+"""The fast path's rules (streaming.writer), positions compared as the projection compares
+them (file, offset, row, time, record). Where a set of named columns is judged: at the
+start of every stretch in which its rows' renamed columns and projection do not change.
+Segments without rows: a segment that ends before its shard's first row of the batch does
+not keep the shard off the fast path."""
 
 from __future__ import annotations
 
@@ -10,28 +10,41 @@ import pytest
 
 from coordinator.ids import ShardId
 from streaming.plan import Segment
-from streaming.writer import _after_renames, _may_have_rows
+from streaming.writer import _judged_at, _may_have_rows
 
-RENAME = (("mysql-bin.000002", 400, 0, 1_000, 7), (("a", "b"),))
+F1 = "mysql-bin.000001"
+F2 = "mysql-bin.000002"
+RENAME = [F2, 400, 0, 1_000, 7]
+ALTER = [F2, 450, 0, 1_100, 8]
 
 
 @pytest.mark.parametrize(
-    ("first", "renames", "fast"),
+    ("first", "last", "points", "at"),
     [
-        (["mysql-bin.000002", 500, 0, 2_000, 9], (), True),  # no rename at all
-        (["mysql-bin.000002", 500, 0, 2_000, 9], (RENAME,), True),  # after it
-        (["mysql-bin.000002", 300, 0, 900, 3], (RENAME,), False),  # before it: renamed
-        (["mysql-bin.000001", 900, 0, 2_000, 9], (RENAME,), False),  # an earlier file
-        (["mysql-bin.000002", 400, 0, 1_000, 7], (RENAME,), False),  # the rename's own place
-        (None, (RENAME,), False),  # no rows known
-        ([None, 500, 0, 2_000, 9], (RENAME,), False),  # a position without a file
-        (["mysql-bin.000002", 500, 0, 2_000, 9], ((None, (("a", "b"),)),), False),
+        # no rename, no ALTER: the first and last position
+        ([F2, 500, 0, 2_000, 9], [F2, 900, 0, 3_000, 12], [None], [[F2, 500, 0, 2_000, 9], [F2, 900, 0, 3_000, 12]]),
+        # one row: judged once
+        ([F2, 500, 0, 2_000, 9], [F2, 500, 0, 2_000, 9], [None], [[F2, 500, 0, 2_000, 9]]),
+        # a rename and an ALTER inside the range: each is a stretch of its own, in order
+        ([F2, 300, 0, 900, 3], [F2, 900, 0, 3_000, 12], [ALTER, RENAME], [[F2, 300, 0, 900, 3], RENAME, ALTER, [F2, 900, 0, 3_000, 12]]),
+        # a rename after every row of the set (all renamed) or before every one (none)
+        ([F2, 100, 0, 500, 1], [F2, 200, 0, 600, 2], [RENAME], [[F2, 100, 0, 500, 1], [F2, 200, 0, 600, 2]]),
+        ([F2, 500, 0, 2_000, 9], [F2, 900, 0, 3_000, 12], [RENAME], [[F2, 500, 0, 2_000, 9], [F2, 900, 0, 3_000, 12]]),
+        # a rename at the set's first row does not rename it: no stretch of its own
+        (RENAME, [F2, 900, 0, 3_000, 12], [RENAME], [RENAME, [F2, 900, 0, 3_000, 12]]),
+        # a rename at the last row: the last row is not renamed; its stretch starts there
+        ([F2, 300, 0, 900, 3], RENAME, [RENAME], [[F2, 300, 0, 900, 3], RENAME]),
+        # an earlier binlog file sorts first
+        ([F1, 900, 0, 2_000, 9], [F2, 900, 0, 3_000, 12], [RENAME], [[F1, 900, 0, 2_000, 9], RENAME, [F2, 900, 0, 3_000, 12]]),
+        # a position not fully known: the exact path judges
+        ([None, 500, 0, 2_000, 9], [F2, 900, 0, 3_000, 12], [RENAME], None),
+        ([F2, 300, 0, 900, 3], [F2, 900, 0, 3_000, 12], [[None, 400, 0, 1_000, 7]], None),
     ],
-)
-def test_rows_take_the_fast_path_only_after_every_late_rename(
-    first: list[object] | None, renames: tuple[object, ...], fast: bool
+)  # fmt: skip
+def test_a_set_of_named_columns_is_judged_at_the_start_of_every_stretch(
+    first: list[object], last: list[object], points: list[object], at: list[object] | None
 ) -> None:
-    assert _after_renames(first, renames) is fast
+    assert _judged_at(first, last, points) == at
 
 
 CREATE_AT = ("mysql-bin.000002", 400, 0, 1_000, 7)
