@@ -10,7 +10,8 @@ broker, runs the streaming job on it with each path, and prints each run's time,
 target writes on the fast path, and the rows each table has that the other lacks
 (``exceptAll`` both ways). Exits 1 when the tables differ, or when the run meant to use
 the fast path never took it (nothing would have been compared). A soak of the fast
-path's judgement, not a CI test: the suite checks the same rules on small batches.
+path's judgement, not a CI test: the suite checks the same rules on small batches. The
+times are no comparison: the first run also warms the JVM up.
 """
 
 from __future__ import annotations
