@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pipeline_throughput import FINAL, ROLLOUT, plain_stream, produce, run_job, settings
+from pipeline_throughput import FINAL, plain_stream, produce_workload, run_job, settings
 
 
 def jobs(log_dir: Path) -> list[dict[str, Any]]:
@@ -77,14 +77,7 @@ def main() -> None:
 
     try:
         with kafka_local.running("bench", work / "kafka") as broker:
-            sent, secs = produce(
-                broker.bootstrap,
-                "bench",
-                args.shards,
-                args.events // args.shards,
-                {} if args.steady else ROLLOUT,
-            )
-            print(f"produced {sent:,} records in {secs:.1f} s")
+            produce_workload(broker.bootstrap, args.shards, args.events, args.steady)
             spark = build_spark("shardmerge-profile")
             s = settings(broker.bootstrap, "bench", work, "optimistic", args.max_offsets)
             # once to warm the JVM up (the first streaming query of a session pays for it)

@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pipeline_throughput import ROLLOUT, produce, run_job, settings
+from pipeline_throughput import produce_workload, run_job, settings
 
 
 def main() -> int:
@@ -49,14 +49,7 @@ def main() -> int:
 
     try:
         with kafka_local.running("bench", work / "kafka") as broker:
-            sent, secs = produce(
-                broker.bootstrap,
-                "bench",
-                args.shards,
-                args.events // args.shards,
-                {} if args.steady else ROLLOUT,
-            )
-            print(f"produced {sent:,} records in {secs:.1f} s")
+            produce_workload(broker.bootstrap, args.shards, args.events, args.steady)
             spark = build_spark("shardmerge-fast-path-check")
             tables = {}
             fast_writes = 0

@@ -87,6 +87,13 @@ def produce(
     return producer.sent, time.time() - started
 
 
+def produce_workload(bootstrap: str, shards: int, events: int, steady: bool) -> None:
+    """The benchmarks' workload (source ``bench``): ``events`` row changes over ``shards``,
+    with the DDL rollout unless ``steady``; prints how long producing took."""
+    sent, secs = produce(bootstrap, "bench", shards, events // shards, {} if steady else ROLLOUT)
+    print(f"produced {sent:,} records in {secs:.1f} s")
+
+
 def settings(bootstrap: str, source: str, work: Path, mode: str, max_offsets: int) -> Settings:
     return Settings(
         kafka=KafkaSettings(bootstrap=bootstrap, max_offsets_per_trigger=max_offsets),
