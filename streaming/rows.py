@@ -106,8 +106,9 @@ def project_actions(
         # A row before its shard's last ALTER that names a column the target lacks is
         # behind that DDL (the column was dropped since), not ahead of a missing one.
         df = df.withColumn("_project", F.expr("_project OR coalesce(_okey < _last_alter, false)"))
-    if shards and not judged:
-        df = with_shard_columns(rows.sparkSession, df, shards)
+    checked = bool(shards) and not judged  # each row checked against its shard's columns
+    if checked:
+        df = with_shard_columns(rows.sparkSession, df, shards or [])
     key_changed = (
         " OR ".join(
             f"NOT ({map_get('_before', k.lower())} <=> {map_get('_after', k.lower())})"
@@ -126,15 +127,11 @@ def project_actions(
         ),
     )
     df = df.withColumn("_act", F.explode("_acts")).drop("_acts")
-    reason = ahead_of_ddl(known)
-    if (
-        shards and not judged
-    ):  # ahead of its own shard's DDL, whether or not the target has the column
+    reason = "CAST(NULL AS STRING)" if judged else ahead_of_ddl(known)
+    if checked:  # ahead of its own shard's DDL, whether or not the target has the column
         reason = f"coalesce({reason}, CASE WHEN _act.a = 'u' AND NOT _project THEN " + (
             f"{ahead_sql('_act.img')} END)"
         )
-    if judged:
-        reason = "CAST(NULL AS STRING)"
     df = df.withColumn("_reason", F.expr(reason))
     projected = []
     unfit = []

@@ -250,7 +250,7 @@ class WriteStep:
                 r.action == "write"
                 and not seg.closed
                 and p.hold_from is None
-                and all(pos is not None and None not in pos for pos, _ in p.late_renames)
+                and all(_known(pos) for pos, _ in p.late_renames)
                 and per_shard[seg.shard] == 1
                 and self.ex.schemas.get(r.target) is not None
             )
@@ -555,13 +555,16 @@ def _fast_counts() -> list[Any]:
     ]
 
 
+def _known(position: Any) -> bool:
+    """Whether ``position`` is there with every part (file, offset, row, time, record)."""
+    return position is not None and None not in position
+
+
 def _may_have_rows(seg: Any, first: Any) -> bool:
     """Whether rows of the batch may fall in ``seg`` (positions after ``seg.after``, up to
     ``seg.upto``), its shard's first row of the batch at ``first``: not when the segment
     ends before that row. Unknown parts of a position count as rows possibly there."""
-    if seg.upto is None or first is None:
-        return True
-    if any(v is None for v in first) or any(v is None for v in seg.upto):
+    if not (_known(seg.upto) and _known(first)):
         return True
     return bool(list(first) <= list(seg.upto))
 
@@ -574,11 +577,11 @@ def _judged_at(first: Any, last: Any, points: list[Any]) -> list[Any] | None:
     and projection do not change, so neither does its reason to wait: judging each stretch
     at its start covers every row, and a position without a row only makes the judgement
     stricter. None when a position is not fully known (the target takes the exact path)."""
-    ends = [first, last, *[p for p in points if p is not None]]
-    if any(e is None or None in e for e in ends[:2]) or any(None in p for p in ends[2:]):
+    points = [p for p in points if p is not None]  # None: no such point (no ALTER)
+    if not all(_known(p) for p in (first, last, *points)):
         return None
     lo, hi = list(first), list(last)
-    inside = sorted({tuple(p) for p in points if p is not None and lo < list(p) <= hi})
+    inside = sorted({tuple(p) for p in points if lo < list(p) <= hi})
     tail = [] if hi == lo or tuple(hi) in inside else [hi]
     return [lo, *[list(p) for p in inside], *tail]
 
