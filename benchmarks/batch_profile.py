@@ -89,6 +89,13 @@ def main() -> None:
                 f"shardmerge job: {j_secs:.1f} s = {d_secs / j_secs:.2f}x (d); "
                 f"{processor.observer.totals['fast_path']} target writes on the fast path"
             )
+            steps_of: dict[str, list[float]] = defaultdict(list)
+            for record in processor.observer.history:
+                for name, secs in record.steps.items():
+                    steps_of[name].append(secs)
+            print("the job's protocol steps, seconds per batch (driver wall time):")
+            for name, secs in steps_of.items():
+                print(f"  {name:10s} " + " ".join(f"{x:6.2f}" for x in secs))
             spark.stop()
             time.sleep(1)
     finally:
@@ -96,8 +103,10 @@ def main() -> None:
         every = jobs(logs) if logs.exists() and any(logs.iterdir()) else []
         for j in every:
             step = re.sub(r"^shardmerge batch \d+: ", "", j["description"]) or "(no step)"
-            if not j["description"].startswith("shardmerge batch"):
-                step = "(baseline or query) " + j["site"]
+            if j["description"].startswith("baseline"):
+                step = re.sub(r" batch \d+", "", j["description"])
+            elif not j["description"].startswith("shardmerge batch"):
+                step = "(query) " + j["site"]
             steps[step].append(j["seconds"])
         print("\nSpark jobs by step (count, summed seconds):")
         for step, secs in sorted(steps.items(), key=lambda kv: -sum(kv[1])):
@@ -106,16 +115,17 @@ def main() -> None:
         mine = [j for j in every if j["description"].startswith("shardmerge batch")]
         for j in sorted(mine, key=lambda j: -j["seconds"])[: args.top]:
             print(f"  {j['seconds']:7.2f} s  {j['description']}  {j['site']}")
-        tag = f"shardmerge batch {args.timeline}:"
-        line = [j for j in every if j["description"].startswith(tag)]
-        if line:
-            print(f"\nEvery Spark job of batch {args.timeline} (start offset, seconds):")
-            t0 = line[0]["start"]
-            for j in line:
-                step = j["description"][len(tag) :].strip()
-                print(
-                    f"  +{(j['start'] - t0) / 1000:6.2f} s {j['seconds']:6.2f} s  {step}  {j['site']}"
-                )
+        for tag in (f"shardmerge batch {args.timeline}:", f"baseline d batch {args.timeline}"):
+            line = [j for j in every if j["description"].startswith(tag)]
+            if line:
+                print(f"\nEvery Spark job of {tag.rstrip(':')} (start offset, seconds):")
+                t0 = line[0]["start"]
+                for j in line:
+                    step = j["description"][len(tag) :].strip(" :")
+                    print(
+                        f"  +{(j['start'] - t0) / 1000:6.2f} s {j['seconds']:6.2f} s  {step}  "
+                        f"{j['site']}"
+                    )
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -178,6 +178,9 @@ def plain_stream(
     seen = {"rows": 0, "batches": 0}
 
     def batch(df: Any, batch_id: int) -> None:
+        # tagged as the job's batches are, for batch_profile's timelines
+        label = "baseline d" if summary else "baseline c"
+        df.sparkSession.sparkContext.setJobDescription(f"{label} batch {batch_id}")
         events, _ = decode(df, "debezium")
         rows = events.filter("op NOT IN ('ddl', 't')").withColumn("_okey", F.expr(ORDER_KEY))
         if summary:
@@ -192,6 +195,7 @@ def plain_stream(
         )  # fmt: skip
         if summary:
             rows.unpersist()
+        df.sparkSession.sparkContext.setJobDescription(None)
         seen["batches"] += 1
 
     started = time.time()

@@ -1,50 +1,22 @@
 """One micro-batch: the foreachBatch protocol.
 
-Numbered steps, and what happens if the driver dies after each (Spark then runs the same
-batch id again over the same offsets, because its checkpoint commit comes after us). Every
-Delta write carries a transaction version derived from (batch id, write slot); slots are
-handed out in the same order on a re-run, whatever the data, so a re-run skips every
-write that happened.
+The protocol's one text is ``coordinator/PROTOCOL.md``, "The streaming job's
+micro-batch": its seven numbered steps, and what a re-run of the batch does when the
+driver dies after each (Spark runs the same batch id again over the same offsets, because
+its checkpoint commit comes after us). This module runs them, in ``_Batch._run``:
 
-1. **Restore** the coordinator from the newest state of an *earlier* batch, and fix the
-   operator commands this batch applies (``intent``); a Kafka topic recreated since it was
-   read stops the batch (``streaming.topic_ids``). Dies here: nothing was written.
-2. **Apply operator commands**: their decisions go to the executor like any (step 5).
-3. **Decode** the Kafka records in the JVM (``streaming.decode``: the query parses them,
-   ``streaming.job.read_parsed``; the batch splits events from dead letters); undecodable
-   records go to the dead-letter table. Dies after: the re-run's append is skipped.
-4. **Collect control events only** (DDL, TRUNCATE: a handful) to the driver and put them in
-   one order (``streaming.control``); one aggregate of the rows per shard: the first
-   position, schema fingerprints, and the sets of columns the after images name.
-5. **Decide**: every control event goes through the coordinator, in order, before any
-   row is written. Schema work runs at once (CREATE, ALTER, default fills: each applied
-   only where the table still lacks it); TRUNCATE and replays are recorded; statements
-   that create, rename or drop tables cut their shards' rows into segments. Rows of
-   tables never registered start a hold. The result is the row plan (``streaming.plan``):
-   a small table of per-shard facts. Dies here: the re-run decides the same from the same
-   state; the DDL it finds done is not done again.
-6. **Write** (``streaming.writer``): each target's free rows and the rows its releases
-   replay from the stash, projected onto the target's schema as of the end of the batch
-   at their own position (``streaming.rows``); one summary of them all
-   (``streaming.summary``): the counts, and the rows ahead of a DDL that has not arrived,
-   whose shards wait from there before anything is written. Then per target (in name
-   order): one DELETE of the rows of the shards that ran TRUNCATE, one MERGE, the last
-   action per key winning. Then, for the whole batch: one stash append (held rows, rows
-   ahead of a DDL), one dead-letter append, one stash delete (replayed rows), each only
-   when there is something to write. A target whose rows the batch does not change the
-   treatment of takes the fast path: no summary, its MERGE reads the batch's parse
-   directly and the counts are observed on the way (``streaming.writer``). Which targets
-   do depends only on the state and the rows, so a re-run takes the same path; the
-   write slots are the same either way. Dies here: the re-run skips the writes done and
-   does the rest.
-7. **Persist** the coordinator state for this batch id (atomic file), then forget applied
-   commands. Dies after: Spark re-runs the batch; step 1 restores the state *before* it, the
-   writes are skipped, and the same state is written again.
+1. restore: ``BatchProcessor.restore``; the epoch check (``streaming.epochs``) and the
+   topic ids (``streaming.topic_ids``);
+2. operator commands: ``StateStore.intent``, ``Coordinator.command``;
+3. decode: ``_Batch.decode_all`` (the parse itself is in the query's plan,
+   ``streaming.job.read_parsed``);
+4. control events and per-shard facts: ``streaming.control.in_global_order``,
+   :func:`first_rows`, the caught-up check (``streaming.caught_up``);
+5. decide: ``_Batch.control``, ``_Batch.decided``; the row plan (``streaming.plan``);
+6. write: ``streaming.writer.WriteStep``;
+7. persist: ``StateStore.save``.
 
-So per target and batch the Delta commits are bounded: DDL statements and default fills,
-at most one DELETE, one MERGE; and for the job one stash append, one stash delete and at
-most two dead-letter appends. Held events never live in driver memory; nothing is written
-twice and nothing is lost.
+The write slots of every Delta write are taken from one ledger, ``streaming.slots``.
 """
 
 from __future__ import annotations
@@ -90,6 +62,7 @@ from streaming.ops.observer import BatchObserver
 from streaming.plan import Planner
 from streaming.quoting import check_session
 from streaming.rows import read_ahead_sql
+from streaming.slots import Slots
 from streaming.stash import Stash, append
 from streaming.state_store import StateStore, command_of
 from streaming.topic_ids import TopicIds
@@ -99,7 +72,6 @@ __all__ = ["BatchProcessor", "Stats"]
 
 log = logging.getLogger("shardmerge.batch")
 
-SLOTS_PER_BATCH = 1_000_000
 CONTROL = "op IN ('ddl', 't')"
 
 
@@ -138,7 +110,7 @@ class Stats:
 
 
 class BatchProcessor:
-    """The ``foreachBatch`` function of the job (see the module docstring for the steps)."""
+    """The ``foreachBatch`` function of the job (its steps: coordinator/PROTOCOL.md)."""
 
     def __init__(self, spark: SparkSession, settings: Settings) -> None:
         check_session(spark.conf.get)
@@ -186,7 +158,7 @@ class _Batch(WriteStep):
         self.df = df
         self.parsed: list[DataFrame] = []  # persisted parses of the batch (step 3)
         self.batch = batch_id
-        self.slot = 0
+        self.slots = Slots(batch_id)  # the batch's Delta write versions
         self.stats = Stats(batch=batch_id)
         self.dead: list[tuple[str, int, int, str]] = []  # control events: (key, reason)
         self.caught: list[SourceSettings] = []  # sources caught up: streaming.caught_up
@@ -218,9 +190,8 @@ class _Batch(WriteStep):
         UI and event log attribute every job of a batch to the step that ran it."""
         self.spark.sparkContext.setJobDescription(f"shardmerge batch {self.batch}: {name}")
 
-    def next_version(self) -> int:
-        self.slot += 1
-        return self.batch * SLOTS_PER_BATCH + self.slot
+    def next_version(self, what: str = "write") -> int:
+        return self.slots.take(what)
 
     def _run(self, started: float) -> None:
         obs = self.p.observer
@@ -237,7 +208,7 @@ class _Batch(WriteStep):
         obs.lap("restore")
         schemas = self.c.downstream_schemas()
         self.ex = Executor(
-            self.c, self.sink, self.p.settings, self.next_version, schemas, stash=self.stash
+            self.c, self.sink, self.p.settings, self.slots, schemas, stash=self.stash
         )
         commands = self.p.store.intent(self.batch, applied)
         # 2. operator commands
@@ -319,6 +290,7 @@ class _Batch(WriteStep):
         self.p.store.forget_commands(applied)
         obs.lap("persist")
         obs.done(dict(self.stats.__dict__), state)
+        self.slots.log()
         self.p.last_stats = self.stats
         log.info("batch %d: %s", self.batch, self.stats)
 
@@ -341,7 +313,7 @@ class _Batch(WriteStep):
         dead = dead_parts[0]
         for d in dead_parts[1:]:
             dead = dead.unionByName(d)
-        version = self.next_version()
+        version = self.next_version("dead letters of the decode")
         if not dead.isEmpty():
             append(dead, self.p.settings.dead_letters(), self.p.app_id, version)
         events = parts[0]
@@ -482,11 +454,11 @@ class FirstRows:
     keysets: list[KeySet] = field(default_factory=list)
 
 
-# The columns an after image names, as the projection reads them (lower-cased), in order.
-_IMAGE_KEYS = (
-    "CASE WHEN after IS NOT NULL "
-    "THEN array_sort(transform(json_object_keys(after), k -> lower(k))) END"
-)
+# The columns an after image names, as it names them (NULL without an image). Images that
+# name the same columns in another order or case make two groups, each judged on its own
+# sample, as exactly: sorting and lower-casing every row's names cost more than the rare
+# extra group.
+_IMAGE_KEYS = "json_object_keys(after)"
 
 
 def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:

@@ -12,7 +12,6 @@ from the shard's hold position on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator.coordinator import Coordinator
@@ -29,6 +28,7 @@ from coordinator.ids import TargetId
 from schemas.model import TableSchema
 from streaming.config import Settings
 from streaming.delta_sink import DeltaSink, SinkError
+from streaming.slots import Slots
 from streaming.stash import Stash
 
 __all__ = ["Executor", "RowWork", "refusal"]
@@ -61,12 +61,12 @@ class RowWork:
 
 @dataclass
 class Executor:
-    """Runs decisions for one batch; ``version`` hands out the batch's write slots."""
+    """Runs decisions for one batch; ``slots``: the batch's write slots."""
 
     c: Coordinator
     sink: DeltaSink
     settings: Settings
-    version: Callable[[], int]
+    slots: Slots
     # The downstream schemas as executed decisions left them (a refused ALTER does not
     # change them, although the coordinator already counts it as applied).
     schemas: dict[TargetId, TableSchema]
@@ -90,7 +90,7 @@ class Executor:
                         self.sink.alter(
                             self.settings.table_path(d.target),
                             d,
-                            self.version,
+                            self.slots.taker(f"{d.target}: {d.statement}"),
                             rewrite=self.settings.target_settings(d.target).rewrite_incompatible,
                         )
                     except SinkError as e:
@@ -141,7 +141,8 @@ class Executor:
             d.target, d.old, d.new, d.position,
             f" (downstream {dict(d.match)} -> {dict(d.values)})" if d.match else "",
         )  # fmt: skip
-        target_slot, stash_slot = self.version(), self.version()
+        target_slot = self.slots.take(f"{d.target}: re-home {d.old} as {d.new}")
+        stash_slot = self.slots.take(f"stash: {d.old} renamed {d.new}")
         # A TRUNCATE of the old name earlier in this batch deletes that name's rows: it
         # runs now, before they take the new name (the write step would find none).
         before = [
@@ -155,7 +156,8 @@ class Executor:
         ]
         if before and self.schemas.get(d.target) is not None:
             path = self.settings.table_path(d.target)
-            deleted = self.sink.truncate(path, [t.match for t in before], self.version())
+            slot = self.slots.take(f"{d.target}: TRUNCATE before the rename of {d.old}")
+            deleted = self.sink.truncate(path, [t.match for t in before], slot)
             self.work.truncated[d.target] = self.work.truncated.get(d.target, 0) + deleted
             log.info(
                 "target %s: %d rows of %s truncated before its rename", d.target, deleted, d.old

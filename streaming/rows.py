@@ -53,9 +53,11 @@ def ahead_of_ddl(known: str) -> str:
     column names) is ahead of a DDL of its shard that has not arrived. Rows of a shard that
     projects (an operator skipped its DDL, or the row is behind its shard's last ALTER)
     are never ahead: their extra values are dropped."""
-    unknown = f"array_join(filter(map_keys(_act.img), k -> NOT array_contains({known}, k)), ', ')"
+    unknown = (
+        f"array_join(filter(map_keys(_change.img), k -> NOT array_contains({known}, k)), ', ')"
+    )
     return (
-        f"CASE WHEN _act.a = 'u' AND NOT _project AND {unknown} <> '' THEN "
+        f"CASE WHEN _change.a = 'u' AND NOT _project AND {unknown} <> '' THEN "
         "concat('row of shard ', source, '.', db, '.', tbl, ' has column(s) ', "
         f"{unknown}, ' that the target lacks') END"
     )
@@ -117,7 +119,7 @@ def project_actions(
         or "false"
     )
     df = df.withColumn(
-        "_acts",
+        "_changes",
         F.expr(
             "filter(array("
             f"CASE WHEN op = 'd' OR (op = 'u' AND ({key_changed})) "
@@ -126,11 +128,11 @@ def project_actions(
             "THEN named_struct('a', 'u', 'img', _after, 'sub', 1) END), x -> x IS NOT NULL)"
         ),
     )
-    df = df.withColumn("_act", F.explode("_acts")).drop("_acts")
+    df = df.withColumn("_change", F.explode("_changes")).drop("_changes")
     reason = "CAST(NULL AS STRING)" if judged else ahead_of_ddl(known)
     if checked:  # ahead of its own shard's DDL, whether or not the target has the column
-        reason = f"coalesce({reason}, CASE WHEN _act.a = 'u' AND NOT _project THEN " + (
-            f"{ahead_sql('_act.img')} END)"
+        reason = f"coalesce({reason}, CASE WHEN _change.a = 'u' AND NOT _project THEN " + (
+            f"{ahead_sql('_change.img')} END)"
         )
     df = df.withColumn("_reason", F.expr(reason))
     projected = []
@@ -139,12 +141,12 @@ def project_actions(
         if col.key in extra:
             projected.append(F.col(extra[col.key]).alias(f"_c_{col.key}"))
             continue
-        got = map_get("_act.img", col.key)
+        got = map_get("_change.img", col.key)
         fill = literal_expr(col.type, col.fill_sql())
         value = value_expr(col.type, got)
         projected.append(
             F.expr(
-                f"CASE WHEN map_contains_key(_act.img, {string(col.key)}) "
+                f"CASE WHEN map_contains_key(_change.img, {string(col.key)}) "
                 f"THEN {value} ELSE {fill} END"
             ).alias(f"_c_{col.key}")
         )
@@ -159,8 +161,8 @@ def project_actions(
     # A row is never written under a key it does not carry (its delete, for op d).
     keys = [k.lower() for k in upstream_key]
     keyless = (
-        f"CASE WHEN _act.a = 'u' THEN {keyless_sql('_act.img', keys, 'after')} "
-        f"WHEN op = 'd' THEN {keyless_sql('_act.img', keys, 'before')} END"
+        f"CASE WHEN _change.a = 'u' THEN {keyless_sql('_change.img', keys, 'after')} "
+        f"WHEN op = 'd' THEN {keyless_sql('_change.img', keys, 'before')} END"
     )
     keep = [
         c
@@ -170,17 +172,17 @@ def project_actions(
     values = [F.col(ident(f"_c_{c.key}")) for c in schema.columns]
     # Two projections: the values first, then the checks that read them (Spark keeps the
     # two apart, as a value read twice is not inlined twice; each cast runs once per row).
-    return df.select(*keep, *projected, "_act", "_reason").select(
+    return df.select(*keep, *projected, "_change", "_reason").select(
         *keep,
         *values,
-        F.col("_act.a").alias("_action"),
-        F.col("_act.sub").alias("_sub"),
+        F.col("_change.a").alias("_action"),
+        F.col("_change.sub").alias("_sub"),
         F.col("_reason"),
         # A value that cannot be stored (malformed for the column's type): a dead letter.
         F.expr(
             f"coalesce({keyless}, "
             + (
-                f"CASE WHEN _act.a = 'u' AND _reason IS NULL THEN CASE {' '.join(unfit)} END END"
+                f"CASE WHEN _change.a = 'u' AND _reason IS NULL THEN CASE {' '.join(unfit)} END END"
                 if unfit
                 else "CAST(NULL AS STRING)"
             )

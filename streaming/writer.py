@@ -1,4 +1,5 @@
-"""Step 6 of the micro-batch protocol: write every target once (see ``streaming.batch``).
+"""Step 6 of the micro-batch protocol: write every target once. The rules are step 6 of
+``coordinator/PROTOCOL.md``; this is how the code keeps them.
 
 **The fast path.** A target whose rows the batch does not change the treatment of (no
 release, TRUNCATE or shard rename in the batch; each shard one plain write plan; no row
@@ -100,7 +101,7 @@ class WriteStep:
     caught: list[Any]
     first: Any  # streaming.batch.FirstRows
 
-    def next_version(self) -> int:
+    def next_version(self, what: str = "write") -> int:
         raise NotImplementedError
 
     # --- step 6 -----------------------------------------------------------------------------
@@ -367,7 +368,8 @@ class WriteStep:
             )
         for target in self.write_order():
             # Two slots per target, used or not: slot numbers never depend on the data.
-            delete_slot, merge_slot = self.next_version(), self.next_version()
+            delete_slot = self.next_version(f"{target}: TRUNCATE")
+            merge_slot = self.next_version(f"{target}: MERGE")
             if self.ex.schemas.get(target) is None:
                 if summary.rows(target):
                     raise ShardMergeError(
@@ -395,7 +397,9 @@ class WriteStep:
                 dead_parts.append(unfit)
             crash_point("after_rows")
         all_waits = [w for target in sorted(waits, key=str) for w in waits[target]]
-        stash_version, dead_version, delete_version = (self.next_version() for _ in range(3))
+        stash_version = self.next_version("stash append")
+        dead_version = self.next_version("dead letters")
+        delete_version = self.next_version("stash delete")
         if stash_parts:
             frame = stash_parts[0]
             for part in stash_parts[1:]:
