@@ -64,9 +64,67 @@ def apply(change: SchemaChange, schema: TableSchema | None) -> TableSchema:
         raise SchemaError(f"{type(change).__name__} is not a schema transform")
     if schema is None:
         raise SchemaError(f"cannot alter table {change.table}: its schema is unknown")
-    for spec in change.specs:
-        schema = _spec(spec, schema)
+    original = schema
+    for spec in _one_statement(change.specs, schema):
+        if not _gone(spec, schema, original):
+            schema = _spec(spec, schema)
     return schema
+
+
+# A column's name while two columns of one statement swap names (``RENAME COLUMN a TO b,
+# RENAME COLUMN b TO a``); never left in a schema.
+_SWAP = "\x00shardmerge swap {}"
+
+
+def _one_statement(specs: tuple[AlterSpec, ...], schema: TableSchema) -> list[AlterSpec]:
+    """The specifications of one ALTER TABLE, in the order they apply here. MySQL resolves
+    every old column name of a statement against the table as it was before it, so a
+    rename may take a name that a later specification of the same statement frees (a swap:
+    ``CHANGE a b INT, CHANGE b a INT``). Here each applies in turn, so the column whose
+    name is taken first moves to a name of its own, and the later specification names it
+    by that."""
+    out: list[AlterSpec] = []
+    later = list(specs)
+    for k, spec in enumerate(specs):
+        spec = later[k]
+        if isinstance(spec, ChangeColumn | RenameColumn):
+            old = name_key(spec.old_name)
+            new = spec.column.name if isinstance(spec, ChangeColumn) else spec.new_name
+            taken = name_key(new) != old and schema.has_column(new)
+            frees = [j for j in range(k + 1, len(specs)) if _old_name(later[j]) == name_key(new)]
+            if taken and frees:
+                hold = _SWAP.format(k)
+                out.append(RenameColumn(new, hold))
+                for j in frees:
+                    later[j] = _with_old_name(later[j], hold)
+        out.append(spec)
+    return out
+
+
+def _old_name(spec: AlterSpec) -> str | None:
+    if isinstance(spec, ChangeColumn | RenameColumn):
+        return name_key(spec.old_name)
+    if isinstance(spec, DropColumn):
+        return name_key(spec.name)
+    return None
+
+
+def _with_old_name(spec: AlterSpec, name: str) -> AlterSpec:
+    if isinstance(spec, ChangeColumn | RenameColumn):
+        return dataclasses.replace(spec, old_name=name)
+    assert isinstance(spec, DropColumn)
+    return dataclasses.replace(spec, name=name)
+
+
+def _gone(spec: AlterSpec, schema: TableSchema, original: TableSchema) -> bool:
+    """A DROP INDEX of an index the table had before the statement, that an earlier DROP
+    COLUMN of the same statement took away with its last column: MySQL drops what the
+    statement names from the table as it was (``DROP COLUMN b, DROP INDEX ib``)."""
+    return (
+        isinstance(spec, DropIndex)
+        and schema.index(spec.name) is None
+        and original.index(spec.name) is not None
+    )
 
 
 def _where(schema: TableSchema) -> str:
@@ -294,7 +352,10 @@ def effect(
     ``CHANGE a a ...``. The origins tell a rename (data kept) from a drop and an add.
     """
     origin: dict[str, str | None] = {c.key: c.key for c in schema.columns}
-    for spec in change.specs:
+    original = schema
+    for spec in _one_statement(change.specs, schema):
+        if _gone(spec, schema, original):
+            continue
         after = _spec(spec, schema)
         if isinstance(spec, ChangeColumn | RenameColumn) and not _skipped(spec, schema):
             old = name_key(spec.old_name)

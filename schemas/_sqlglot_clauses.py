@@ -72,6 +72,8 @@ class Notes:
     types: dict[str, tuple[str, int | None]] = field(default_factory=dict)
     # FOREIGN KEYs as (name, columns): InnoDB indexes their columns when no index does.
     foreign_keys: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    # Columns UNSIGNED where sqlglot cannot say it (FLOAT UNSIGNED), by name key.
+    unsigned: set[str] = field(default_factory=set)
 
 
 def unhide(sql: str) -> str:
@@ -207,6 +209,29 @@ def clean_column(sql: str, tokens: Sequence[Token], names: int, notes: Notes) ->
         if tok.token_type == TokenType.L_PAREN:
             i = group_end(tokens, i)
             out.append(text(sql, tokens[start:i]))
+            if (
+                start > names
+                and w[start - 1] == "AS"
+                and w[i : i + 1] not in (["VIRTUAL"], ["STORED"], ["PERSISTENT"])
+            ):
+                # A generated column's expression: VIRTUAL is MySQL's default, said out
+                # loud so that sqlglot ends the expression here (``AS (a) NOT NULL``
+                # would read as ``(a) NOT NULL``, a test for NULL).
+                out.append("VIRTUAL")
+            continue
+        if word in _SIGN_WORDS:
+            # SIGNED, UNSIGNED and ZEROFILL in any order and number (MySQL reads them as a
+            # set; UNSIGNED wins over SIGNED), written as sqlglot reads them.
+            while i < len(tokens) and w[i] in _SIGN_WORDS:
+                i += 1
+            flags = set(w[start:i])
+            if flags & {"UNSIGNED", "ZEROFILL"}:
+                if kind in _FLOAT_WORDS:
+                    notes.unsigned.add(column)  # sqlglot has no unsigned FLOAT
+                else:
+                    out.append("UNSIGNED")
+            if "ZEROFILL" in flags:
+                out.append("ZEROFILL")
             continue
         if word in ("SRID", "COLUMN_FORMAT", "STORAGE"):
             i += 2
@@ -243,6 +268,8 @@ def clean_column(sql: str, tokens: Sequence[Token], names: int, notes: Notes) ->
 
 
 _INDEX_WORDS = {"PRIMARY", "PRIMARY KEY", "UNIQUE", "KEY", "INDEX", "FULLTEXT", "SPATIAL"}
+_SIGN_WORDS = {"SIGNED", "UNSIGNED", "ZEROFILL"}
+_FLOAT_WORDS = {"FLOAT", "FLOAT4"}
 
 
 def clean_table_item(sql: str, tokens: Sequence[Token], notes: Notes) -> str | None:

@@ -149,6 +149,13 @@ def _fix_aliases(sql: str) -> str:
     return "".join(out) + sql[pos : tokens[-1].end + 1 if tokens else 0]
 
 
+# ALTER TABLE's partition operations (``<word> PARTITION ...``).
+_PARTITION_OPERATIONS = {
+    "ADD", "ANALYZE", "CHECK", "COALESCE", "DISCARD", "DROP", "EXCHANGE", "IMPORT",
+    "OPTIMIZE", "REBUILD", "REORGANIZE", "REPAIR", "TRUNCATE",
+}  # fmt: skip
+
+
 def split_commas(tokens: Sequence[Token]) -> list[list[Token]]:
     """``tokens`` split at commas outside parentheses."""
     parts: list[list[Token]] = [[]]
@@ -305,10 +312,12 @@ def alter_specs(sql: str) -> tuple[AlterHead, list[str]] | None:
     specs: list[str] = []
     parts: list[list[Token]] = []
     for part in split_commas(tokens[end:]):
-        # ``DROP PARTITION p0, p1``: a partition name list, not a second specification.
+        # ``DROP PARTITION p0, p1``, ``REORGANIZE PARTITION p0, p1 INTO (...)``: a partition
+        # operation ends the statement (MySQL's grammar puts it after every other
+        # specification), so a comma after it separates partition names, not specifications.
         previous = [_word(t) for t in parts[-1][:2]] if parts else []
-        if len(part) == 1 and previous[1:] == ["PARTITION"]:
-            parts[-1] = [*parts[-1], part[0]]
+        if previous[1:] == ["PARTITION"] and previous[0] in _PARTITION_OPERATIONS:
+            parts[-1] = [*parts[-1], *part]
         else:
             parts.append(part)
     for part in parts:

@@ -438,6 +438,8 @@ def _column(coldef: exp.ColumnDef, notes: clauses.Notes) -> tuple[Column, list[A
         ctype = ColumnType(extra_type[0], length=extra_type[1])
     else:
         ctype = column_type(kind, constraints)
+    if name_key(coldef.name) in notes.unsigned:
+        ctype = dataclasses.replace(ctype, unsigned=True)
     nullable, explicit_null = True, False
     default: str | None = None
     generated: str | None = None

@@ -39,11 +39,19 @@ def renamed_keys(image: str) -> str:
     positioned before column renames of its shard renamed as they did. ``_renames`` (from
     the row plan: ``array<struct<pos, pairs: map old -> new>>``, in order) is applied in
     order, so a chain a -> b -> c takes an old row's ``a`` to ``c``; the expression is the
-    same whatever the number of shards and renames."""
+    same whatever the number of shards and renames.
+
+    A name a rename takes that the row still holds, not renamed by the same statement, is
+    a column dropped between the row and the rename (the table had no such column when
+    the rename ran; one renamed away earlier was renamed in the row too): its value is
+    the dropped column's and leaves the image (``DROP COLUMN status`` then ``RENAME
+    COLUMN status_new TO status``: an older row's ``status`` is not the new one)."""
     return (
         f"CASE WHEN _renames IS NULL THEN {image} ELSE aggregate(_renames, {image}, "
         "(acc, r) -> CASE WHEN _okey < r.pos "
-        "THEN transform_keys(acc, (k, v) -> coalesce(r.pairs[k], k)) ELSE acc END) END"
+        "THEN transform_keys(map_filter(acc, (k, v) -> map_contains_key(r.pairs, k) "
+        "OR NOT array_contains(map_values(r.pairs), k)), "
+        "(k, v) -> coalesce(r.pairs[k], k)) ELSE acc END) END"
     )
 
 
