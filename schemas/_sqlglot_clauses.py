@@ -208,6 +208,10 @@ def clean_column(sql: str, tokens: Sequence[Token], names: int, notes: Notes) ->
         start = i
         if tok.token_type == TokenType.L_PAREN:
             i = group_end(tokens, i)
+            group = tokens[start + 1 : i - 1]
+            if words(group)[:3] == _NEXT_VALUE:  # DEFAULT (NEXT VALUE FOR s)
+                out.append(f"({_next_value(sql, group)})")
+                continue
             out.append(text(sql, tokens[start:i]))
             if (
                 start > names
@@ -218,6 +222,13 @@ def clean_column(sql: str, tokens: Sequence[Token], names: int, notes: Notes) ->
                 # loud so that sqlglot ends the expression here (``AS (a) NOT NULL``
                 # would read as ``(a) NOT NULL``, a test for NULL).
                 out.append("VIRTUAL")
+            continue
+        if w[i : i + 3] == _NEXT_VALUE:  # MariaDB: DEFAULT NEXT VALUE FOR s
+            end = i + 4
+            if w[end : end + 1] == ["."]:
+                end += 2
+            out.append(_next_value(sql, tokens[i:end]))
+            i = end
             continue
         if word in _SIGN_WORDS:
             # SIGNED, UNSIGNED and ZEROFILL in any order and number (MySQL reads them as a
@@ -269,6 +280,14 @@ def clean_column(sql: str, tokens: Sequence[Token], names: int, notes: Notes) ->
 
 _INDEX_WORDS = {"PRIMARY", "PRIMARY KEY", "UNIQUE", "KEY", "INDEX", "FULLTEXT", "SPATIAL"}
 _SIGN_WORDS = {"SIGNED", "UNSIGNED", "ZEROFILL"}
+_NEXT_VALUE = ["NEXT", "VALUE", "FOR"]
+
+
+def _next_value(sql: str, tokens: Sequence[Token]) -> str:
+    """MariaDB's ``NEXT VALUE FOR s`` as its other spelling, ``NEXTVAL(s)``."""
+    return f"NEXTVAL({text(sql, tokens[3:])})"
+
+
 _FLOAT_WORDS = {"FLOAT", "FLOAT4"}
 
 

@@ -203,12 +203,12 @@ def rename_table_pairs(sql: str) -> list[tuple[TableName, TableName]] | None:
     if [_word(t) for t in tokens[:1]] != ["RENAME"] or _word(tokens[1]) not in ("TABLE", "TABLES"):
         return None
     pairs = []
-    for part in split_commas(tokens[2:]):
+    start = 2
+    if [_word(t) for t in tokens[2:4]] == ["IF", "EXISTS"]:  # MariaDB 10.5
+        start = 4
+    for part in split_commas(tokens[start:]):
+        part = _without_lock_wait(part)  # MariaDB: ``a WAIT 10 TO b``
         words = [_word(t) for t in part]
-        if words[-1:] == ["NOWAIT"]:  # MariaDB's lock option
-            part, words = part[:-1], words[:-1]
-        elif words[-2:-1] == ["WAIT"]:
-            part, words = part[:-2], words[:-2]
         if "TO" not in words:
             raise DDLError(sql, f"expected 'old TO new', got {text_of(sql, part)!r}")
         to = words.index("TO")
@@ -217,6 +217,45 @@ def rename_table_pairs(sql: str) -> list[tuple[TableName, TableName]] | None:
 
 
 _LOCK_OPTIONS = ("ALGORITHM", "LOCK")
+# Words after which NOWAIT would be a table's name (``DROP TABLE nowait``), not the option.
+_BEFORE_A_NAME = {"TABLE", "TABLES", "EXISTS", ",", "TO", "ON", "INDEX", "KEY"}
+
+
+def _without_lock_wait(tokens: Sequence[Token]) -> list[Token]:
+    """``tokens`` without MariaDB's lock wait option (``WAIT n``, ``NOWAIT``) outside
+    parentheses: how long the server waits for a metadata lock, no meaning downstream."""
+    out: list[Token] = []
+    depth, i = 0, 0
+    while i < len(tokens):
+        tok, word = tokens[i], _word(tokens[i])
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(tok.token_type, 0)
+        previous = _word(out[-1]) if out else ""
+        if depth == 0 and previous not in _BEFORE_A_NAME and out:
+            if word == "NOWAIT":
+                i += 1
+                continue
+            if (
+                word == "WAIT"
+                and i + 1 < len(tokens)
+                and tokens[i + 1].token_type == TokenType.NUMBER
+            ):
+                i += 2
+                continue
+        out.append(tok)
+        i += 1
+    return out
+
+
+def without_lock_wait(sql: str) -> str:
+    """A DROP TABLE, TRUNCATE or CREATE/DROP INDEX statement without MariaDB's ``WAIT n``
+    or ``NOWAIT`` (:func:`_without_lock_wait`); any other statement as it is."""
+    tokens = tokenize(sql)
+    if not tokens or _word(tokens[0]) not in ("DROP", "TRUNCATE", "CREATE"):
+        return sql
+    kept = _without_lock_wait(tokens)
+    if len(kept) == len(tokens):
+        return sql
+    return " ".join(text_of(sql, [t]) for t in kept)
 
 
 def index_statement_as_alter(sql: str) -> str | None:

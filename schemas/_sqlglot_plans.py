@@ -86,7 +86,7 @@ def alter_plan(sql: str, spec: str) -> SpecPlan:
     tokens = tokenize(spec)
     words = clauses.words(tokens)
     guard = False
-    for i in range(min(len(words), 5)):
+    for i in range(min(len(words), 7)):  # ADD CONSTRAINT u UNIQUE KEY IF NOT EXISTS
         size = 3 if words[i : i + 3] == ["IF", "NOT", "EXISTS"] else 2
         if words[i : i + size] in (["IF", "NOT", "EXISTS"], ["IF", "EXISTS"]):
             guard = True

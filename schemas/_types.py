@@ -9,6 +9,7 @@ https://dev.mysql.com/doc/refman/8.0/en/data-types.html.
 from __future__ import annotations
 
 import dataclasses
+import re
 from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
@@ -240,11 +241,41 @@ def literal_for(text: str | None, ctype: ColumnType) -> str | None:
     if text is None:
         return None
     quoted = text.startswith("'") and text.endswith("'") and len(text) >= 2
+    if ctype.base in ("DATE", "DATETIME", "TIMESTAMP"):
+        written = _temporal(text[1:-1] if quoted else text, ctype)
+        if written is not None:
+            return sql_string(written)
     if ctype.base in NUMERIC_TYPES and ctype.base != "BIT" and quoted:
         return _number(text[1:-1]) if _is_number(text[1:-1]) else text
     if ctype.base not in NUMERIC_TYPES and not quoted and _is_number(text):
         return sql_string(text)
     return text
+
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_MOMENT = re.compile(r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.(\d*))?")
+
+
+def _temporal(value: str, ctype: ColumnType) -> str | None:
+    """A DATE, DATETIME or TIMESTAMP default as the server stores and prints it, for the
+    forms whose reading is certain: zero (``DEFAULT 0``) is the zero date, a DATETIME or
+    TIMESTAMP of a day alone is its midnight, and a fraction shorter than the column's
+    is padded with zeros (``DATETIME(3) DEFAULT '2020-01-01'`` is ``'2020-01-01
+    00:00:00.000'``). None for any other value: it stays as written."""
+    digits = ctype.length or 0
+    if ctype.base == "DATE":
+        return "0000-00-00" if _is_number(value) and Decimal(value) == 0 else None
+    if _is_number(value) and Decimal(value) == 0:
+        moment, fraction = "0000-00-00 00:00:00", ""
+    elif _DAY.fullmatch(value):
+        moment, fraction = f"{value} 00:00:00", ""
+    elif (m := _MOMENT.fullmatch(value)) is not None:
+        moment, fraction = m.group(1), m.group(2) or ""
+    else:
+        return None
+    if len(fraction) > digits:
+        return None  # the server rounds it: left as written
+    return f"{moment}.{fraction.ljust(digits, '0')}" if digits else moment
 
 
 def _is_number(text: str) -> bool:

@@ -144,6 +144,7 @@ def _parse(statement: str) -> tuple[SchemaChange, ...]:
     sql = clauses.unhide(statement)
     if not compat.tokenize(sql):
         raise _Fail("empty statement")
+    sql = compat.without_lock_wait(sql)
     pairs = compat.rename_table_pairs(sql)
     if pairs is not None:
         return tuple(RenameTable(old, new) for old, new in pairs)

@@ -17,6 +17,9 @@ from schemas.changes import (
     DropTable,
     ForeignKeyIndex,
     ModifyColumn,
+    RenameTable,
+    TableName,
+    TruncateTable,
 )
 from schemas.ddl import apply, effect, parse_create_table, parse_ddl
 from schemas.errors import DDLError, SchemaError
@@ -355,3 +358,59 @@ def test_two_columns_of_one_statement_swap_names(sql: str) -> None:
     assert effect(change, schema)[1] == (("a", "b"), ("b", "a"), ("c", "c"))
     with pytest.raises(SchemaError, match="column 'b' already exists"):
         apply(alter("ALTER TABLE t RENAME COLUMN a TO b"), schema)
+
+
+def test_temporal_defaults_read_as_the_server_prints_them() -> None:
+    # sqlfluff create_table_datetime.sql; debezium mysql-test-init-5.6.ddl: DEFAULT 0
+    schema = parse_create_table(
+        "CREATE TABLE t (ts TIMESTAMP NOT NULL DEFAULT 0, d DATETIME(3) DEFAULT '2020-01-01',"
+        " dd DATE DEFAULT 0, e DATETIME DEFAULT '2020-01-01 10:00:00', f DATETIME(6) DEFAULT"
+        " '2020-01-01 10:00:00.5', g DATETIME(2) DEFAULT '2020-01-01 10:00:00.555',"
+        " h TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), i DATE DEFAULT '2020-01-01')"
+    )
+    assert [c.default for c in schema.columns] == [
+        "'0000-00-00 00:00:00'",
+        "'2020-01-01 00:00:00.000'",
+        "'0000-00-00'",
+        "'2020-01-01 10:00:00'",
+        "'2020-01-01 10:00:00.500000'",
+        "'2020-01-01 10:00:00.555'",  # the server rounds a longer fraction: as written
+        "CURRENT_TIMESTAMP(3)",
+        "'2020-01-01'",
+    ]
+    # The snapshot form (SHOW CREATE TABLE) reads as the same schema.
+    snapshot = parse_create_table(
+        "CREATE TABLE `t` (`ts` timestamp NOT NULL DEFAULT '0000-00-00 00:00:00',"
+        " `d` datetime(3) DEFAULT '2020-01-01 00:00:00.000')"
+    )
+    assert [c.default for c in snapshot.columns] == [c.default for c in schema.columns[:2]]
+
+
+@pytest.mark.parametrize(
+    ("sql", "want"),
+    [
+        # debezium's MariaDB parser examples (ddl_create.sql, ddl_drop.sql)
+        ("DROP TABLE t WAIT 100", [DropTable(TableName("t"))]),
+        (
+            "DROP TABLE IF EXISTS a, b NOWAIT",
+            [DropTable(TableName("a"), True), DropTable(TableName("b"), True)],
+        ),
+        ("DROP TABLE nowait", [DropTable(TableName("nowait"))]),
+        ("TRUNCATE TABLE t NOWAIT", [TruncateTable(TableName("t"))]),
+        ("RENAME TABLE a WAIT 10 TO b", [RenameTable(TableName("a"), TableName("b"))]),
+        ("RENAME TABLE IF EXISTS a TO b", [RenameTable(TableName("a"), TableName("b"))]),
+    ],
+)
+def test_mariadb_lock_waits_and_if_exists_on_table_statements(sql: str, want: list[object]) -> None:
+    assert list(parse_ddl(sql)) == want
+
+
+def test_mariadb_index_and_sequence_spellings() -> None:
+    (index,) = alter("ALTER TABLE t ADD CONSTRAINT uq UNIQUE KEY IF NOT EXISTS (a)").specs
+    assert index == AddIndex(Index("uq", ("a",), "UNIQUE"), if_exists=True)
+    (created,) = parse_ddl("CREATE INDEX i ON t (a) NOWAIT")
+    assert isinstance(created, AlterTable) and created.specs == (AddIndex(Index("i", ("a",))),)
+    schema = parse_create_table(
+        "CREATE TABLE t (a INT NOT NULL DEFAULT NEXT VALUE FOR s, b INT DEFAULT NEXTVAL(s))"
+    )
+    assert [c.default for c in schema.columns] == ["NEXTVAL(s)", "NEXTVAL(s)"]
