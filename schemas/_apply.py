@@ -33,7 +33,7 @@ from schemas.changes import (
     TableOptions,
 )
 from schemas.errors import SchemaError
-from schemas.model import CHARSET_TYPES, Column, Index, TableSchema, name_key
+from schemas.model import CHARSET_TYPES, Column, ColumnType, Index, TableSchema, name_key
 
 __all__ = ["apply", "auto_index_name", "effect"]
 
@@ -331,13 +331,82 @@ def _table_options(schema: TableSchema, spec: TableOptions) -> TableSchema:
         return schema.replace(charset=charset, collation=collation)
     columns = tuple(
         dataclasses.replace(
-            c, type=dataclasses.replace(c.type, charset=charset, collation=collation)
+            c,
+            type=dataclasses.replace(
+                _widened(c.type, c.type.charset or schema.charset, charset),
+                charset=charset,
+                collation=collation,
+            ),
         )
         if c.type.base in CHARSET_TYPES
         else c
         for c in schema.columns
     )
     return schema.replace(columns=columns, charset=charset, collation=collation)
+
+
+# The most bytes one character takes, per character set (MySQL's mbmaxlen).
+_CHAR_BYTES = {
+    **dict.fromkeys(
+        [
+            "armscii8",
+            "ascii",
+            "binary",
+            "cp1250",
+            "cp1251",
+            "cp1256",
+            "cp1257",
+            "cp850",
+            "cp852",
+            "cp866",
+            "dec8",
+            "geostd8",
+            "greek",
+            "hebrew",
+            "hp8",
+            "keybcs2",
+            "koi8r",
+            "koi8u",
+            "latin1",
+            "latin2",
+            "latin5",
+            "latin7",
+            "macce",
+            "macroman",
+            "swe7",
+            "tis620",
+        ],
+        1,
+    ),
+    **dict.fromkeys(["big5", "cp932", "euckr", "gb2312", "gbk", "sjis", "ucs2"], 2),
+    **dict.fromkeys(["eucjpms", "ujis", "utf8", "utf8mb3"], 3),
+    **dict.fromkeys(["gb18030", "utf16", "utf16le", "utf32", "utf8mb4"], 4),
+}
+_TEXT_BYTES = {"TINYTEXT": 255, "TEXT": 65_535, "MEDIUMTEXT": 16_777_215, "LONGTEXT": 2**32 - 1}
+_VARCHAR_BYTES = 65_535
+
+
+def _widened(ctype: ColumnType, old: str | None, new: str | None) -> ColumnType:
+    """``ctype`` as ``CONVERT TO CHARACTER SET new`` leaves it (from ``old``): a TEXT type
+    or VARCHAR that could not hold as many characters in the new charset takes the
+    smallest TEXT type that can, as the server changes it (TEXT in utf8 is MEDIUMTEXT in
+    utf8mb4). An unknown charset on either side changes nothing."""
+    before = _CHAR_BYTES.get((old or "").lower())
+    after = _CHAR_BYTES.get((new or "").lower())
+    if before is None or after is None or after <= before:
+        return ctype
+    if ctype.base in _TEXT_BYTES:
+        need = _TEXT_BYTES[ctype.base] // before * after
+    elif ctype.base == "VARCHAR" and ctype.length is not None:
+        need = ctype.length * after
+        if need <= _VARCHAR_BYTES:
+            return ctype
+    else:
+        return ctype
+    for base, size in _TEXT_BYTES.items():
+        if need <= size and size >= _TEXT_BYTES.get(ctype.base, 0):
+            return dataclasses.replace(ctype, base=base, length=None)
+    return dataclasses.replace(ctype, base="LONGTEXT", length=None)
 
 
 def effect(

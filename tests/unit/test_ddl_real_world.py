@@ -414,3 +414,24 @@ def test_mariadb_index_and_sequence_spellings() -> None:
         "CREATE TABLE t (a INT NOT NULL DEFAULT NEXT VALUE FOR s, b INT DEFAULT NEXTVAL(s))"
     )
     assert [c.default for c in schema.columns] == ["NEXTVAL(s)", "NEXTVAL(s)"]
+
+
+def test_convert_to_a_wider_charset_widens_text_types_as_the_server_does() -> None:
+    # roundcube's SQL/mysql/2020020101.sql on its utf8 tables
+    base = parse_create_table(
+        "CREATE TABLE t (a TEXT, b VARCHAR(20000), c VARCHAR(100), d TINYTEXT, e MEDIUMTEXT,"
+        " g CHAR(10), h TEXT CHARACTER SET latin1) DEFAULT CHARSET=utf8"
+    )
+    wide = apply(alter("ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4"), base)
+    assert [c.type.type_sql() for c in wide.columns] == [
+        "MEDIUMTEXT",
+        "MEDIUMTEXT",
+        "VARCHAR(100)",
+        "TEXT",
+        "LONGTEXT",
+        "CHAR(10)",
+        "MEDIUMTEXT",
+    ]
+    assert {c.type.charset for c in wide.columns} == {"utf8mb4"}
+    narrow = apply(alter("ALTER TABLE t CONVERT TO CHARACTER SET latin1"), base)
+    assert [c.type.type_sql() for c in narrow.columns] == [c.type.type_sql() for c in base.columns]
