@@ -252,6 +252,8 @@ def clean_column(sql: str, tokens: Sequence[Token], names: int, notes: Notes) ->
             i = _skip_value(tokens, i + 1) if w[i + 1 : i + 2] == ["="] else i + 1
         elif word == "VISIBLE":
             i += 1
+        elif w[i : i + 2] == ["NOT", "SECONDARY"]:  # MySQL HeatWave: not loaded there
+            i += 2
         elif w[i : i + 3] == ["WITHOUT", "SYSTEM", "VERSIONING"]:
             i += 3
         elif w[i : i + 3] == ["WITH", "SYSTEM", "VERSIONING"] or w[i : i + 2] == ["AS", "ROW"]:

@@ -82,8 +82,10 @@ _PAIR_ALIASES = {
     ("NATIONAL", "CHARACTER"): "NCHAR",
     ("NATIONAL", "VARCHAR"): "NVARCHAR",
     ("NCHAR", "VARYING"): "NVARCHAR",
+    ("NCHAR", "VARCHAR"): "NVARCHAR",
     ("CHARACTER", "VARYING"): "VARCHAR",
     ("NATIONAL", "CHARACTER VARYING"): "NVARCHAR",
+    ("NATIONAL", "CHAR VARYING"): "NVARCHAR",  # CHAR VARYING is one token to sqlglot
     ("CHAR", "VARYING"): "VARCHAR",
 }
 
@@ -149,6 +151,11 @@ def _fix_aliases(sql: str) -> str:
     return "".join(out) + sql[pos : tokens[-1].end + 1 if tokens else 0]
 
 
+# The words that begin a key, not a column, in a table element list.
+_KEY_WORDS = {
+    "INDEX", "KEY", "UNIQUE", "PRIMARY", "PRIMARY KEY", "FULLTEXT", "SPATIAL", "CONSTRAINT",
+    "FOREIGN", "FOREIGN KEY", "CHECK",
+}  # fmt: skip
 # ALTER TABLE's partition operations (``<word> PARTITION ...``).
 _PARTITION_OPERATIONS = {
     "ADD", "ANALYZE", "CHECK", "COALESCE", "DISCARD", "DROP", "EXCHANGE", "IMPORT",
@@ -217,6 +224,22 @@ def rename_table_pairs(sql: str) -> list[tuple[TableName, TableName]] | None:
 
 
 _LOCK_OPTIONS = ("ALGORITHM", "LOCK")
+
+
+def create_database(sql: str) -> tuple[str, bool] | None:
+    """``CREATE DATABASE|SCHEMA [IF NOT EXISTS] name [options]`` as (name, IF NOT EXISTS
+    given); None for other statements. The options (charset, collation, encryption, read
+    only) say nothing about the tables downstream and are not read."""
+    tokens = tokenize(sql)
+    words = [_word(t) for t in tokens]
+    if words[:1] != ["CREATE"] or words[1:2] not in (["DATABASE"], ["SCHEMA"]):
+        return None
+    at, exists = 2, words[2:5] == ["IF", "NOT", "EXISTS"]
+    if exists:
+        at = 5
+    if at >= len(tokens) or not _is_name(tokens[at]):
+        raise DDLError(sql, f"expected a database name, got {text_of(sql, tokens[at:])!r}")
+    return tokens[at].text, exists
 # Words after which NOWAIT would be a table's name (``DROP TABLE nowait``), not the option.
 _BEFORE_A_NAME = {"TABLE", "TABLES", "EXISTS", ",", "TO", "ON", "INDEX", "KEY"}
 
@@ -367,8 +390,17 @@ def alter_specs(sql: str) -> tuple[AlterHead, list[str]] | None:
 def _spec_texts(sql: str, part: list[Token]) -> list[str]:
     words = [_word(t) for t in part]
     start = 2 if words[1:2] == ["COLUMN"] else 1
+    guard = ""
+    if words[start : start + 3] == ["IF", "NOT", "EXISTS"]:  # MariaDB
+        start, guard = start + 3, "IF NOT EXISTS "
     if words[:1] == ["ADD"] and words[start : start + 1] == ["("] and words[-1:] == [")"]:
-        return ["ADD COLUMN " + text_of(sql, col) for col in split_commas(part[start + 1 : -1])]
+        # ``ADD [COLUMN] (a INT, b INT, INDEX (a))``: a specification per element.
+        return [
+            ("ADD " if _word(item[0]) in _KEY_WORDS else "ADD COLUMN " + guard)
+            + text_of(sql, item)
+            for item in split_commas(part[start + 1 : -1])
+            if item
+        ]
     if words[:2] == ["RENAME", "AS"]:
         return ["RENAME TO " + text_of(sql, part[2:])]
     depth = 0

@@ -34,6 +34,10 @@ def create_table(sql: str) -> tuple[str, clauses.Notes, bool] | None:
     end = clauses.group_end(tokens, paren)
     items = split_commas(tokens[paren + 1 : end - 1])
     tail = words[end:]
+    if len(items) == 1 and clauses.words(items[0])[:1] == ["LIKE"] and not tail:
+        # ``CREATE TABLE n (LIKE t)``: the same as without the parentheses.
+        head = "CREATE " + text_of(sql, tokens[i:paren])
+        return f"{head} {text_of(sql, items[0])}", clauses.Notes(), replace
     if (items and clauses.words(items[0])[:1] == ["LIKE"]) or {"SELECT", "AS", "LIKE"} & set(tail):
         return None
     notes = clauses.Notes()
@@ -122,6 +126,8 @@ def alter_plan(sql: str, spec: str) -> SpecPlan:
         "WAIT",
         "NOWAIT",
     ):
+        return plan("ignore")
+    if first == "STORAGE" and second in ("DISK", "MEMORY", "DEFAULT"):  # NDB's, alone
         return plan("ignore")
     if ("SYSTEM" in words[1:3] and "VERSIONING" in words[2:4]) or "SYSTEM_TIME" in words[:4]:
         raise clauses.Refused(clauses.VERSIONING)

@@ -145,6 +145,9 @@ def _parse(statement: str) -> tuple[SchemaChange, ...]:
     if not compat.tokenize(sql):
         raise _Fail("empty statement")
     sql = compat.without_lock_wait(sql)
+    database = compat.create_database(sql)
+    if database is not None:
+        return (CreateDatabase(database[0], if_not_exists=database[1]),)
     pairs = compat.rename_table_pairs(sql)
     if pairs is not None:
         return tuple(RenameTable(old, new) for old, new in pairs)

@@ -10,6 +10,7 @@ from schemas.changes import (
     AddColumn,
     AddIndex,
     AlterTable,
+    CreateDatabase,
     CreateTable,
     DropColumn,
     DropConstraint,
@@ -435,3 +436,26 @@ def test_convert_to_a_wider_charset_widens_text_types_as_the_server_does() -> No
     assert {c.type.charset for c in wide.columns} == {"utf8mb4"}
     narrow = apply(alter("ALTER TABLE t CONVERT TO CHARACTER SET latin1"), base)
     assert [c.type.type_sql() for c in narrow.columns] == [c.type.type_sql() for c in base.columns]
+
+
+def test_more_spellings_from_public_parser_tests() -> None:
+    # debezium-ddl-parser's MySQL and MariaDB examples; mysql-dbz-142.ddl; sqlfluff
+    (add,) = parse_ddl("ALTER TABLE t ADD (c2 INT, INDEX (c2))")
+    assert isinstance(add, AlterTable)
+    assert [type(s).__name__ for s in add.specs] == ["AddColumn", "AddIndex"]
+    (guarded,) = parse_ddl("ALTER TABLE t ADD COLUMN IF NOT EXISTS (c2 INT, c3 INT)")
+    assert isinstance(guarded, AlterTable)
+    assert [getattr(s, "if_exists", None) for s in guarded.specs] == [True, True]
+    (like,) = parse_ddl("CREATE TABLE n (LIKE t)")
+    assert like == parse_ddl("CREATE TABLE n LIKE t")[0]
+    schema = parse_create_table(
+        "CREATE TABLE t (a INT NOT SECONDARY, b NCHAR VARCHAR(5), c NATIONAL CHAR VARYING(5))"
+    )
+    assert [str(c.type) for c in schema.columns] == [
+        "INT",
+        "VARCHAR(5) CHARACTER SET utf8mb3",
+        "VARCHAR(5) CHARACTER SET utf8mb3",
+    ]
+    assert alter("ALTER TABLE t STORAGE DISK").specs == ()
+    (database,) = parse_ddl("CREATE DATABASE d DEFAULT ENCRYPTION 'N'")
+    assert database == CreateDatabase("d")
