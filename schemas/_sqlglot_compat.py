@@ -240,6 +240,8 @@ def create_database(sql: str) -> tuple[str, bool] | None:
     if at >= len(tokens) or not _is_name(tokens[at]):
         raise DDLError(sql, f"expected a database name, got {text_of(sql, tokens[at:])!r}")
     return tokens[at].text, exists
+
+
 # Words after which NOWAIT would be a table's name (``DROP TABLE nowait``), not the option.
 _BEFORE_A_NAME = {"TABLE", "TABLES", "EXISTS", ",", "TO", "ON", "INDEX", "KEY"}
 
@@ -396,8 +398,7 @@ def _spec_texts(sql: str, part: list[Token]) -> list[str]:
     if words[:1] == ["ADD"] and words[start : start + 1] == ["("] and words[-1:] == [")"]:
         # ``ADD [COLUMN] (a INT, b INT, INDEX (a))``: a specification per element.
         return [
-            ("ADD " if _word(item[0]) in _KEY_WORDS else "ADD COLUMN " + guard)
-            + text_of(sql, item)
+            ("ADD " if _word(item[0]) in _KEY_WORDS else "ADD COLUMN " + guard) + text_of(sql, item)
             for item in split_commas(part[start + 1 : -1])
             if item
         ]
