@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from schemas._types import literal_for
 from schemas.changes import (
     AddColumn,
     AddIndex,
@@ -83,20 +84,26 @@ def _column_to_json(c: Column) -> dict[str, Any]:
 
 def _column_from_json(c: dict[str, Any]) -> Column:
     t = c["type"]
+    ctype = ColumnType(
+        base=t["base"],
+        length=t["length"],
+        scale=t["scale"],
+        unsigned=t["unsigned"],
+        zerofill=t["zerofill"],
+        charset=t["charset"],
+        collation=t["collation"],
+        members=tuple(t.get("members", ())),
+    )
+    default = c["default"]
+    if default is not None and ctype.base in ("DATE", "DATETIME", "TIMESTAMP"):
+        # A state saved before temporal defaults were read as the server stores them
+        # (``'0'`` for ``DEFAULT 0``) reads as one saved after (the zero date).
+        default = literal_for(default, ctype)
     return Column(
         name=c["name"],
-        type=ColumnType(
-            base=t["base"],
-            length=t["length"],
-            scale=t["scale"],
-            unsigned=t["unsigned"],
-            zerofill=t["zerofill"],
-            charset=t["charset"],
-            collation=t["collation"],
-            members=tuple(t.get("members", ())),
-        ),
+        type=ctype,
         nullable=c["nullable"],
-        default=c["default"],
+        default=default,
         generated=c["generated"],
         stored=c["stored"],
         auto_increment=c["auto_increment"],

@@ -394,3 +394,19 @@ def test_pending_statements_keep_what_they_say_exactly() -> None:
     fk = after.pending[1].change
     assert isinstance(fk, AlterTable) and fk.table.db == "db_0" and fk.ignored
     assert fk.ignored == before.pending[1].change.ignored  # type: ignore[union-attr]
+
+
+def test_a_temporal_default_saved_as_written_restores_as_the_server_stores_it() -> None:
+    # States saved before 2026-11-28 kept ``DEFAULT 0`` of a TIMESTAMP as '0'.
+    from schemas.codec import schema_from_json, schema_to_json
+    from schemas.ddl import parse_create_table
+
+    schema = parse_create_table(
+        "CREATE TABLE t (a TIMESTAMP NOT NULL DEFAULT 0, b DATETIME(3) DEFAULT '2020-01-01',"
+        " c DATETIME DEFAULT CURRENT_TIMESTAMP, d INT DEFAULT 0)"
+    )
+    saved = schema_to_json(schema)
+    assert schema_from_json(saved) == schema
+    saved["columns"][0]["default"] = "'0'"
+    saved["columns"][1]["default"] = "'2020-01-01'"
+    assert schema_from_json(saved) == schema
