@@ -126,6 +126,8 @@ def _parsed(sql: str) -> tuple[SchemaChange, ...]:
 def parse_create_table(sql: str) -> TableSchema:
     """The schema a ``CREATE TABLE t (...)`` statement defines."""
     changes = parse_ddl(sql)
+    if len(changes) == 2 and isinstance(changes[0], DropTable):
+        changes = changes[1:]  # MariaDB's CREATE OR REPLACE TABLE: the table it defines
     if len(changes) != 1 or not isinstance(changes[0], CreateTable):
         raise DDLError(sql, "expected CREATE TABLE with a column list")
     return changes[0].schema

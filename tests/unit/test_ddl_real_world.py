@@ -459,3 +459,11 @@ def test_more_spellings_from_public_parser_tests() -> None:
     assert alter("ALTER TABLE t STORAGE DISK").specs == ()
     (database,) = parse_ddl("CREATE DATABASE d DEFAULT ENCRYPTION 'N'")
     assert database == CreateDatabase("d")
+
+
+def test_create_or_replace_table_defines_its_table() -> None:
+    # debezium-ddl-parser mariadb/examples/fast/ddl_create.sql
+    sql = "CREATE OR REPLACE TABLE t (a INT PRIMARY KEY)"
+    assert parse_create_table(sql) == parse_create_table("CREATE TABLE t (a INT PRIMARY KEY)")
+    with pytest.raises(DDLError, match="expected CREATE TABLE"):
+        parse_create_table("DROP TABLE t")
