@@ -183,6 +183,7 @@ class DeltaSink:
                     fill = column.fill_sql()
                     slot = version() if fill.upper() != "NULL" else None
                     if column.key not in have:
+                        self._enable_types(table, have, delta_type(column.type))
                         where = ""
                         if position is not None:
                             where = (
@@ -215,6 +216,17 @@ class DeltaSink:
                 case _:
                     pass  # indexes, keys, charsets, defaults: nothing to do on Delta
 
+    def _enable_types(self, table: str, have: dict[str, str], wanted: str) -> None:
+        """Delta needs its ``timestampNtz`` table feature before a column of that type
+        joins a table that has none (DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT): a CREATE
+        TABLE with a DATETIME column enables it, an ADD COLUMN or a type change to one
+        does not. Enabling it twice changes nothing."""
+        if wanted.upper() == "TIMESTAMP_NTZ" and "TIMESTAMP_NTZ" not in have.values():
+            self.spark.sql(
+                f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.feature.timestampNtz' = "
+                "'supported')"
+            )
+
     def _rename(self, table: str, have: dict[str, str], old: str, new: str) -> None:
         if old.lower() != new.lower() and old.lower() in have and new.lower() not in have:
             self.spark.sql(f"ALTER TABLE {table} RENAME COLUMN {ident(old)} TO {ident(new)}")
@@ -224,6 +236,7 @@ class DeltaSink:
         current = self.columns(path).get(name.lower())
         if current is None or _same_type(current, wanted):
             return  # nothing to do, or done by an earlier run of this batch
+        self._enable_types(self.table(path), self.columns(path), wanted)
         if widens_in_place(current, wanted):
             try:
                 self.spark.sql(
