@@ -65,6 +65,19 @@ def _drop(path: tuple[str, ...]) -> Callable[[Payload], None]:
     return mutate
 
 
+def _named_twice(upper: bool) -> Callable[[Payload, random.Random], bytes]:
+    """A valid row whose after image names one of its columns a second time, first: as
+    written (``user_id`` twice) or in capitals (``USER_ID``, the same MySQL column)."""
+
+    def make(template: Payload, rng: random.Random) -> bytes:
+        name = next(k for k in template["after"] if k != "id")
+        text = json.dumps(template)
+        twice = json.dumps(name.upper() if upper else name)
+        return text.replace('"after": {', f'"after": {{{twice}: 7, ', 1).encode()
+
+    return make
+
+
 def _binary(template: Payload, rng: random.Random) -> bytes:
     return b"\x00\xff" + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 60)))
 
@@ -86,6 +99,8 @@ KINDS: dict[str, tuple[str, Callable[[Payload, random.Random], bytes]]] = {
     "string_in_int_key": ("data", _row(_set(("after", "id"), "abc"))),
     "huge_int_key": ("data", _row(_set(("after", "id"), 10**30))),
     "source_without_table": ("data", _row(_drop(("source", "table")))),
+    "column_named_twice": ("data", _named_twice(upper=False)),
+    "column_named_twice_in_capitals": ("data", _named_twice(upper=True)),
     # Rows after every DDL of their shard that claim one nobody ran (a column nobody added,
     # a NOT NULL column gone): no DDL can come to explain them, so they must not make their
     # shard wait. (At an early position the same image is a row behind a DROP COLUMN,
