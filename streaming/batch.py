@@ -348,13 +348,13 @@ class _Batch(WriteStep):
                 "batch %s: rows of %s whose after image names column %r twice: dead letters",
                 self.batch, shard, _repeated(names),
             )  # fmt: skip
-        bad = rows.filter(cond).select("topic", "partition", "offset", "source", "db", "tbl")
+        bad = rows.filter(cond).selectExpr(
+            "topic", "`partition`", "`offset`", "json_object_keys(after) AS names"
+        )
         for r in bad.collect():
-            shard = ShardId(r["source"], r["db"], r["tbl"])
-            names = next(n for s, n in twice if s == shard)
             why = (
-                f"the after image names column {_repeated(names)!r} twice (MySQL's column "
-                "names are case-insensitive): it is no row of its table"
+                f"the after image names column {_repeated(tuple(r['names']))!r} twice "
+                "(MySQL's column names are case-insensitive): it is no row of its table"
             )
             self.dead.append((r["topic"], r["partition"], r["offset"], why))
         return rows.filter(f"NOT coalesce({cond}, false)")

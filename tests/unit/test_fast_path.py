@@ -68,3 +68,12 @@ def test_a_segment_that_ends_before_the_shards_first_row_has_none(
 ) -> None:
     seg = Segment(ShardId("s", "db", "t"), None, upto, None)  # type: ignore[arg-type]
     assert _may_have_rows(seg, first) is rows
+
+
+def test_the_name_an_image_repeats_is_found_case_insensitively() -> None:
+    from streaming.batch import _repeated
+
+    assert _repeated(("id", "a", "ID")) == "ID"
+    assert _repeated(("user_id", "id", "user_id", "a", "a")) == "user_id"
+    with pytest.raises(ValueError, match="no name is repeated"):
+        _repeated(("id", "a"))
