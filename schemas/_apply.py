@@ -85,7 +85,7 @@ def _one_statement(specs: tuple[AlterSpec, ...], schema: TableSchema) -> list[Al
     by that."""
     out: list[AlterSpec] = []
     later = list(specs)
-    for k, spec in enumerate(specs):
+    for k in range(len(specs)):
         spec = later[k]
         if isinstance(spec, ChangeColumn | RenameColumn):
             old = name_key(spec.old_name)

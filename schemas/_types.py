@@ -263,9 +263,10 @@ def _temporal(value: str, ctype: ColumnType) -> str | None:
     is padded with zeros (``DATETIME(3) DEFAULT '2020-01-01'`` is ``'2020-01-01
     00:00:00.000'``). None for any other value: it stays as written."""
     digits = ctype.length or 0
+    zero = _is_number(value) and Decimal(value) == 0
     if ctype.base == "DATE":
-        return "0000-00-00" if _is_number(value) and Decimal(value) == 0 else None
-    if _is_number(value) and Decimal(value) == 0:
+        return "0000-00-00" if zero else None
+    if zero:
         moment, fraction = "0000-00-00 00:00:00", ""
     elif _DAY.fullmatch(value):
         moment, fraction = f"{value} 00:00:00", ""

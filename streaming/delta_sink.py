@@ -233,10 +233,11 @@ class DeltaSink:
 
     def _retype(self, path: str, d: ApplyDDL, column: Column, slot: int, rewrite: bool) -> None:
         name, wanted = column.name, delta_type(column.type)
-        current = self.columns(path).get(name.lower())
+        have = self.columns(path)
+        current = have.get(name.lower())
         if current is None or _same_type(current, wanted):
             return  # nothing to do, or done by an earlier run of this batch
-        self._enable_types(self.table(path), self.columns(path), wanted)
+        self._enable_types(self.table(path), have, wanted)
         if widens_in_place(current, wanted):
             try:
                 self.spark.sql(

@@ -18,7 +18,9 @@ each was taken for (logged at debug level when the batch ends).
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 
 from shardmerge.errors import ShardMergeError
 
@@ -56,10 +58,10 @@ class Slots:
         self.taken.append(what)
         return self.batch * PER_BATCH + slot
 
-    def taker(self, what: str) -> _Taker:
+    def taker(self, what: str) -> Callable[[], int]:
         """A function of no arguments that takes a slot for ``what`` (for code that takes
         its slots itself, such as ``DeltaSink.alter``)."""
-        return _Taker(self, what)
+        return functools.partial(self.take, what)
 
     def log(self) -> None:
         if log.isEnabledFor(logging.DEBUG):
@@ -69,12 +71,3 @@ class Slots:
                 len(self.taken),
                 ", ".join(f"{i}={w}" for i, w in enumerate(self.taken, 1)),
             )
-
-
-class _Taker:
-    def __init__(self, slots: Slots, what: str) -> None:
-        self.slots = slots
-        self.what = what
-
-    def __call__(self) -> int:
-        return self.slots.take(self.what)
