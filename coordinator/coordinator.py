@@ -634,6 +634,34 @@ class Coordinator:
         self.targets[self.where[shard]].release_rows(st, None, out)
         return out
 
+    def switch_home(
+        self,
+        sources: Sequence[tuple[ShardId, Position]],
+        new: ShardId,
+        schema: TableSchema,
+        position: Position,
+        keep: bool,
+    ) -> list[Decision]:
+        """A declared move's downstream switch (docs/moves.md), for an engine that writes
+        rows in batches: ``new`` joins its target with ``schema`` (its copy's, at
+        ``position``); each of ``sources`` (with its freeze position) hands its rows
+        downstream to ``new``: a :class:`Rename` of its extract values to ``new``'s, ordered
+        at its freeze; unless ``keep`` (a split: the keys that stay are still its own), it
+        then leaves the target's lock. Only rows go: the sources' held events are the
+        engine's (a move switches only when none is held before its freeze)."""
+        out = self.register(new, schema, position)
+        tid = self.where.get(new)
+        if tid is None:
+            raise UnknownShardError(f"{new} routes to no target: it cannot become a home")
+        t = self.targets[tid]
+        for old, at in sources:
+            if self.where.get(old) != tid:
+                continue  # dropped upstream before the switch: no rows of it to hand on
+            out.append(t.rename(old, new, at))
+            if not keep:
+                self._drop(old, out)
+        return out
+
     def await_ddl(self, shard: ShardId, position: Position, reason: str) -> list[Decision]:
         """Rows of ``shard`` from ``position`` on carry a schema change whose DDL has not
         arrived (Debezium orders no topic against another): keep them until it does."""

@@ -22,6 +22,7 @@ re-homed once); ``aborted`` from any state before ``switched`` (``from`` stays h
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -42,12 +43,15 @@ __all__ = [
     "KeyPredicate",
     "Kind",
     "Move",
+    "MoveCommand",
     "MoveError",
     "MoveSettings",
     "Moves",
     "Rehome",
     "SwitchFacts",
     "check_moves",
+    "event_kind",
+    "parse_move_command",
     "table_kind",
 ]
 
@@ -67,6 +71,57 @@ PHASES = ("frozen", "switched", "heartbeat")
 class MoveError(ShardMergeError):
     """A move is declared wrongly, or a marker row or an operator command does not fit the
     declared moves; the message names the move, the shard and the field."""
+
+
+def event_kind(sql: str) -> EventKind:
+    """A statement's kind for :meth:`Moves.classify`: ``table`` for a TRUNCATE, DROP or
+    RENAME TABLE (an online-DDL cut-over's RENAME is a schema change of the real table:
+    ``ddl``), ``ddl`` for everything else, a statement that does not parse included."""
+    # Imported here: the operator CLI reads stored move commands without sqlglot.
+    from schemas.changes import DropTable, RenameTable, TruncateTable
+    from schemas.ddl import parse_ddl
+    from schemas.errors import DDLError
+
+    try:
+        changes = parse_ddl(sql)
+    except DDLError:
+        return "ddl"
+    if any(isinstance(c, RenameTable) and Router.shadow_origin(c.old.table) for c in changes):
+        return "ddl"
+    table_level = (TruncateTable, DropTable, RenameTable)
+    return "table" if any(isinstance(c, table_level) for c in changes) else "ddl"
+
+
+MOVE_USAGE = "move abort MOVE_ID"
+
+
+@dataclass(frozen=True)
+class MoveCommand:
+    """An operator's command about a move, as a value (stored like an unlock command):
+    ``move abort ID`` (``from`` stays home; docs/moves.md)."""
+
+    action: Literal["abort"]
+    move: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"move": self.move, "action": self.action}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MoveCommand:
+        return parse_move_command(f"move {data.get('action')} {data.get('move')}")
+
+    def words(self) -> str:
+        return f"move {self.action} {self.move}"
+
+
+def parse_move_command(text: str) -> MoveCommand:
+    """``move abort ID`` (as typed, or in a scenario's ``operator`` step)."""
+    words = text.split()
+    if len(words) != 3 or words[0] != "move" or words[1] != "abort":
+        raise MoveError(f"unknown move command {text!r}; expected {MOVE_USAGE}")
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", words[2]):
+        raise MoveError(f"{words[2]!r} is no move id (letters, digits, _ and -, up to 64)")
+    return MoveCommand("abort", words[2])
 
 
 class Kind(enum.Enum):

@@ -37,7 +37,9 @@ from typing import Any
 
 from coordinator.commands import parse_command
 from coordinator.ids import ShardId, TargetId
+from coordinator.moves import MoveCommand, MoveSettings, parse_move_command
 from coordinator.scenario.model import Scenario, Step
+from coordinator.scenario.moving import CopyTool
 from coordinator.scenario.observe import Observation, check, sorted_rows
 from coordinator.scenario.runner import ScenarioResult, run_memory, skipped
 from coordinator.scenario.upstream import RowEvent, Upstream, UpstreamError
@@ -163,6 +165,20 @@ class _Names:
     def source(self, source: str) -> str:
         return self.tag + source
 
+    def moves(self, scenario: Scenario) -> list[MoveSettings]:
+        """The file's moves with its prefix on their ids and shards."""
+        return [
+            MoveSettings.model_validate(
+                {
+                    **m.model_dump(by_alias=True),
+                    "id": self.tag + m.id,
+                    "from": [self.tag + s for s in m.from_],
+                    "to": self.tag + m.to,
+                }
+            )
+            for m in scenario.moves
+        ]
+
     def words(self, words: str) -> str:
         """An operator command with the file's target and shards named as in the job."""
         if not self.tag:
@@ -229,6 +245,7 @@ class _Run:
             pattern or f"{self.run_id}_.*",
             routes or [self.route()],
             {str(self.target): self.target_settings()},
+            self.names.moves(self.scenario),
         )
 
     # --- names ---------------------------------------------------------------------------
@@ -326,11 +343,19 @@ class _Run:
             if self.error is not None:
                 return
             words = self.names.words(step.operator)
-            StateStore(self.s.spark, self.settings.checkpoint).submit(parse_command(words))
+            store = StateStore(self.s.spark, self.settings.checkpoint)
+            if words.split()[:1] == ["move"]:
+                command = parse_move_command(step.operator)
+                store.submit(MoveCommand(command.action, self.names.tag + command.move))
+            else:
+                store.submit(parse_command(words))
             self.heartbeat()
             return
         if kind == "expect":
             yield
+            return
+        if kind in ("copy", "freeze", "switch"):
+            self.copy_step(kind, step)
             return
         shard = ShardId.parse(step.shard or "")
         if kind == "sql":
@@ -349,6 +374,27 @@ class _Run:
             self.send(event)
         # Distinct source timestamps keep the global order of the file's steps.
         time.sleep(0.002)
+
+    def copy_step(self, kind: str, step: Step) -> None:
+        """The copy tool of a move: its statements and rows as the connector would send them
+        (its marker rows name the move as the job knows it)."""
+
+        def sql(shard: ShardId, text: str) -> None:
+            table = self.upstream.tables.get(shard)
+            schema = table.schema if table else None
+            self.producer(shard.source).ddl(shard.db, shard.table, text, schema)
+            time.sleep(0.002)
+
+        def row(event: RowEvent) -> None:
+            self.send(event)
+            time.sleep(0.002)
+
+        move = next(m.move() for m in self.scenario.moves if m.id == step.action(kind))
+        tool = CopyTool(self.upstream, sql, row, self.names.tag)
+        if kind == "copy":
+            tool.copy(move)
+        else:
+            tool.marker(move, "frozen" if kind == "freeze" else "switched")
 
     def send(self, e: RowEvent) -> None:
         op = {"insert": "c", "update": "u", "delete": "d"}[e.op]
@@ -419,7 +465,10 @@ class _Run:
                     **({"conflict": back(lock["conflict"])} if lock.get("conflict") else {}),
                 }
             )
-        return Observation(schema, found, locks, back(self.error))
+        progress = data.get("moves", {}).get("progress", {})
+        tag = self.names.tag
+        moves = {m[len(tag) :]: p["state"] for m, p in progress.items() if m.startswith(tag)}
+        return Observation(schema, found, locks, back(self.error), moves)
 
     def delta_matches_coordinator(self, seen: Observation) -> list[str]:
         path = self.settings.table_path(self.target)
@@ -449,6 +498,7 @@ class _Group:
             f"{self.run_id}_.*",
             [run.route() for run in self.runs],
             {str(run.target): run.target_settings() for run in self.runs},
+            [m for run in self.runs for m in run.names.moves(run.scenario)],
         )
         for run in self.runs:
             run.settings = self.settings
@@ -491,8 +541,10 @@ def _settings(
     pattern: str,
     routes: list[RouteSettings],
     targets: dict[str, TargetSettings],
+    moves: list[MoveSettings] | None = None,
 ) -> Settings:
     return Settings(
+        moves=moves or [],
         kafka=KafkaSettings(bootstrap=bootstrap),
         sources=[SourceSettings(format="debezium", pattern=pattern)],
         routes=routes,

@@ -30,7 +30,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from coordinator.coordinator import Coordinator, UnknownShardError, WaitView
-from coordinator.ids import ShardId
+from coordinator.decisions import Release
+from coordinator.ids import ShardId, TargetId
+from coordinator.moves import MoveCommand
 from coordinator.state import restore, snapshot
 from coordinator.target import ConflictError
 from shardmerge.errors import ShardMergeError
@@ -58,6 +60,7 @@ from streaming.executor import Executor
 from streaming.faults import crash_point
 from streaming.hadoop_fs import join
 from streaming.local_frame import local_frame
+from streaming.moving import MoveKeeper
 from streaming.ops.observer import BatchObserver
 from streaming.plan import Planner
 from streaming.quoting import check_session, string
@@ -131,15 +134,18 @@ class BatchProcessor:
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         _Batch(self, df, batch_id).run()
 
-    def restore(self, batch: int) -> tuple[Coordinator, set[str], dict[str, str]]:
-        """The coordinator, the operator commands applied and the Kafka topic ids
-        (streaming.topic_ids) saved by the batch before ``batch``."""
+    def restore(self, batch: int) -> tuple[Coordinator, set[str], dict[str, str], MoveKeeper]:
+        """The coordinator, the operator commands applied, the Kafka topic ids
+        (streaming.topic_ids) and the moves saved by the batch before ``batch``."""
         data = self.store.load_before(batch)
         configs, default = self.settings.target_configs(), self.settings.default_config()
+        moves = [m.move() for m in self.settings.moves]
         if data is None:
-            return Coordinator(self.router, configs, default), set(), {}
+            c = Coordinator(self.router, configs, default)
+            return c, set(), {}, MoveKeeper(moves, self.router, None)
         c = self.coordinator_from(data["coordinator"])
-        return c, set(data.get("applied_commands", [])), dict(data.get("topic_ids", {}))
+        keeper = MoveKeeper(moves, self.router, data.get("moves"))
+        return c, set(data.get("applied_commands", [])), dict(data.get("topic_ids", {})), keeper
 
     def coordinator_from(self, saved: dict[str, Any]) -> Coordinator:
         """The coordinator of a saved state (``coordinator.state.snapshot``)."""
@@ -180,8 +186,9 @@ class _Batch(WriteStep):
             "batch": self.batch,
             "coordinator": snapshot(self.c),
             "stats": self.stats.__dict__,
-            "locks": [_lock_json(v) for v in self.c.locks()],
+            "locks": self.moves.locks([_lock_json(v) for v in self.c.locks()]),
             "waiting": [_wait_json(w) for w in self.c.waiting()],
+            **({"moves": self.moves.to_json()} if self.moves else {}),
             **extra,
         }
 
@@ -193,6 +200,20 @@ class _Batch(WriteStep):
     def next_version(self, what: str = "write") -> int:
         return self.slots.take(what)
 
+    # --- what a move does in the batch (streaming.moving.Host) -------------------------------
+
+    def run_decisions(self, decisions: list[Any]) -> None:
+        self.ex.run(decisions)
+
+    def release(self, d: Release) -> None:
+        self.ex.run([d])
+
+    def discard_stashed(self, target: TargetId, shard: ShardId, version: int) -> None:
+        slot = self.slots.take(f"stash: {shard}'s rows a move kept")
+        if self.stash.exists():
+            gone = self.stash.discard(str(target), shard, version, self.batch, slot)
+            log.info("batch %s: %d stashed rows of %s discarded (move)", self.batch, gone, shard)
+
     def _run(self, started: float) -> None:
         obs = self.p.observer
         obs.begin(self.batch)
@@ -203,7 +224,7 @@ class _Batch(WriteStep):
         self.step("restore")
         # 1. restore (a newer run of the job on this checkpoint stops this one first)
         self.p.epochs.check()
-        self.c, applied, saved_ids = self.p.restore(self.batch)
+        self.c, applied, saved_ids, self.moves = self.p.restore(self.batch)
         # The batch's offsets as Spark logged them (read once: the topic ids and the
         # caught-up check both use them).
         self.logged = offsets_log(self.spark, join(self.p.settings.checkpoint, "spark"), self.batch)
@@ -222,10 +243,17 @@ class _Batch(WriteStep):
             # recorded command error, and the coordinator is as before it: the batch goes
             # on. Only the sink work of a command it took can fail the batch.
             before = snapshot(self.c)
+            moves_before = self.moves.to_json()
             try:
-                decisions = self.c.command(command_of(cmd))
+                command = command_of(cmd)
+                if isinstance(command, MoveCommand):
+                    self.moves.command(command, self)
+                    decisions = []
+                else:
+                    decisions = self.c.command(command)
             except (ShardMergeError, ValueError) as e:
                 self.c = self.ex.c = self.p.coordinator_from(before)
+                self.moves = self.moves.restored(moves_before)
                 self.stats.command_errors.append(f"{cmd['words']}: {e}")
                 log.error("operator command %r refused: %s", cmd["words"], e)
             else:
@@ -246,8 +274,10 @@ class _Batch(WriteStep):
         crash_point("after_decode")
         try:
             # 4. control events, and the rows per shard
-            controls = in_global_order(join_split_renames(events.filter(CONTROL).collect()))
-            rows = events.filter(f"NOT ({CONTROL})")
+            # (with moves, the rows of their marker tables too: control events of a kind)
+            control = f"{CONTROL} OR {self.moves.marker_rows()}" if self.moves else CONTROL
+            controls = in_global_order(join_split_renames(events.filter(control).collect()))
+            rows = events.filter(f"NOT ({control})")
             # The sources read to the end of their schema-change topics: their rows that
             # need a DDL not read are dead letters (streaming.rows.no_ddl_sql).
             self.caught = self.p.caught_up.sources(self.batch, self.logged)
@@ -267,7 +297,12 @@ class _Batch(WriteStep):
                 self.c.shadow_rows(shard, seen)
             for j, r in enumerate(controls):
                 try:
-                    self.control(r, planner)
+                    if r["op"] in ("ddl", "t"):
+                        self.control(r, planner)
+                    else:
+                        self.moves.marker(r, position_of(r))
+                    if self.moves:
+                        self.moves.try_switches(self, planner)
                 except ConflictError:
                     # A strict target stops the job here; the rows before this control
                     # event are written first, as they would be one by one.
@@ -276,7 +311,7 @@ class _Batch(WriteStep):
                     raise
                 crash_point("after_ddl")
             self.decided(planner, shards, prints)
-            self.stats.ddl = len(controls)
+            self.stats.ddl = sum(r["op"] in ("ddl", "t") for r in controls)
             self.stats.decide_seconds = round(time.monotonic() - decide_start, 3)
             obs.lap("decide")
             self.step("write")
@@ -368,6 +403,8 @@ class _Batch(WriteStep):
         sql = control_sql(r)
         origin = upstream_origin(r)
         channel = f"{r['topic']}[{r['partition']}]"
+        if self.moves and self.moves.take(shard, sql, position):
+            return  # a move's: recorded, queued or deferred (streaming.moving)
         if self.c.resent(shard, sql, origin, channel):
             # The rows sent again with it are older than its shard's last DDL: they are
             # written under the plan of their own position, like any late row.
@@ -404,6 +441,8 @@ class _Batch(WriteStep):
         self.stop_waiting()
         released = {d.shard for d in self.ex.work.releases}
         planner.finish(sorted(set(shards) | released, key=str))
+        if self.moves:
+            self.moves.plan(planner)
         self.await_unregistered(planner, shards)
         self.stats.downstream_ddl = self.ex.downstream_ddl
         self.stats.refused_ddl = self.ex.refused_ddl

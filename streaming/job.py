@@ -214,15 +214,14 @@ def _kafka(
 
 
 def check_runnable(settings: Settings) -> None:
-    """Refuse settings the streaming job would not honour: declared moves (the pure core and
-    the memory engine run them; the job would treat a moved table as a new shard and write
-    its copy again, seed 003's anomaly)."""
-    if settings.moves:
-        ids = ", ".join(m.id for m in settings.moves)
+    """Refuse settings the streaming job would not honour: a split move (``keys``: the pure
+    core and the memory engine run it; the job does not yet tell a row's key apart)."""
+    split = [m.id for m in settings.moves if m.keys]
+    if split:
         raise ShardMergeError(
-            f"moves {ids} are declared, but the streaming job does not run moves yet "
-            "(docs/moves.md, docs/status.md): it would take a moved table for a new shard. "
-            "Remove `moves:` to run without them, or wait for the move support"
+            f"moves {', '.join(split)} split a table by keys, which the streaming job does "
+            "not run yet (docs/moves.md, docs/status.md): whole-table moves and merges it "
+            "does. Remove `keys:` to move the whole table, or run without the split"
         )
 
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from coordinator.commands import OperatorCommand, parse_command
+from coordinator.moves import MoveCommand
 from shardmerge.errors import ShardMergeError
 from streaming.arrow_fs import ARROW_SCHEMES, ArrowFs
 from streaming.hadoop_fs import HadoopFs, join
@@ -227,7 +228,7 @@ class StateStore:
 
     # --- operator commands ---------------------------------------------------------------
 
-    def submit(self, command: OperatorCommand) -> str:
+    def submit(self, command: OperatorCommand | MoveCommand) -> str:
         """Queue ``command``: stored as its value (``command``), with its words for
         display; a batch reads the value (``command_of``)."""
         command_id = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
@@ -286,9 +287,11 @@ class StateStore:
                 self._drop("commands", c["id"])
 
 
-def command_of(record: dict[str, Any]) -> OperatorCommand:
-    """The command an inbox or intent record holds: its value, or (a record queued before
-    commands were stored as values) its words."""
+def command_of(record: dict[str, Any]) -> OperatorCommand | MoveCommand:
+    """The command an inbox or intent record holds: its value (an unlock command, or a
+    move's), or (a record queued before commands were stored as values) its words."""
     if "command" in record:
+        if "move" in record["command"]:
+            return MoveCommand.from_json(record["command"])
         return OperatorCommand.from_json(record["command"])
     return parse_command(str(record["words"]))

@@ -105,7 +105,7 @@ class MemoryEngine:
         kind = step.kind
         words = (step.operator or "").split()
         if kind == "operator" and self.mover is not None and words[:1] == ["move"]:
-            self.mover.command(words[1:])
+            self.mover.command(step.operator or "")
         elif kind == "operator":
             assert step.operator is not None
             self.execute(self.coordinator.command(parse_command(step.operator)))

@@ -12,25 +12,31 @@ home and they apply as if no freeze had happened).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from coordinator.coordinator import Coordinator, TargetConfig
 from coordinator.ids import Position, ShardId, TargetId
-from coordinator.moves import Classification, EventKind, Move, MoveError, Moves, SwitchFacts
+from coordinator.moves import (
+    Classification,
+    Move,
+    MoveError,
+    Moves,
+    SwitchFacts,
+    event_kind,
+    parse_move_command,
+)
 from coordinator.routing import Route, Router
-from coordinator.scenario.upstream import RowEvent, UpstreamError
+from coordinator.scenario.upstream import RowEvent, Upstream, UpstreamError
 from coordinator.scenario.values import fill_value
 from coordinator.state import restore, snapshot
-from schemas.changes import DropTable, RenameTable, TruncateTable
-from schemas.ddl import parse_ddl
-from schemas.errors import DDLError
 from schemas.model import TableSchema, quote
 
 if TYPE_CHECKING:
     from coordinator.scenario.memory import MemoryEngine
 
-__all__ = ["MoveDriver"]
+__all__ = ["CopyTool", "MoveDriver"]
 
 MARKER_DDL = (
     "CREATE TABLE {name} (move_id VARCHAR(64) NOT NULL, phase VARCHAR(16) NOT NULL, "
@@ -47,17 +53,6 @@ class Held:
     shard: ShardId | None = None
     sql: str = ""
     behind: bool = False  # kept behind a deferred statement, not classified yet
-
-
-def _kind(sql: str) -> EventKind:
-    try:
-        changes = parse_ddl(sql)
-    except DDLError:
-        return "ddl"
-    if any(isinstance(c, RenameTable) and Router.shadow_origin(c.old.table) for c in changes):
-        return "ddl"  # an online-DDL cut-over: a schema change of the real table
-    table_level = (TruncateTable, DropTable, RenameTable)
-    return "table" if any(isinstance(c, table_level) for c in changes) else "ddl"
 
 
 class MoveDriver:
@@ -80,7 +75,7 @@ class MoveDriver:
         """True when the move took the statement (the coordinator must not)."""
         if self.moves.is_marker(shard):
             return True  # the marker table's own DDL: nothing downstream
-        c = self.moves.classify(shard, position, _kind(sql))
+        c = self.moves.classify(shard, position, event_kind(sql))
         return self._take(c, Held(position, shard=shard, sql=sql))
 
     def take_row(self, event: RowEvent, position: Position) -> bool:
@@ -197,69 +192,25 @@ class MoveDriver:
         for held in self.kept.pop(m.id, []):  # `from` stays home: as if never frozen
             self.replay(held)
 
-    def command(self, words: list[str]) -> None:
-        """``move abort ID``: the operator's words (the command line's, later)."""
-        if len(words) != 2 or words[0] != "abort":
-            raise MoveError(f"unknown move command {' '.join(words)!r}: try 'move abort ID'")
-        self.abort(words[1])
+    def command(self, text: str) -> None:
+        """``move abort ID``: the operator's words (as ``shardmerge move abort`` takes)."""
+        self.abort(parse_move_command(text).move)
 
     # --- the copy tool ---------------------------------------------------------------
 
     def copy(self, move_id: str, position: Position) -> None:
-        """The copier brings ``to`` to ``from``'s current rows of the moved keys: the
-        first copy inserts them, a later one catches up (inserts, updates, deletes)."""
-        m = self.moves.get(move_id)
-        e = self.engine
-        up = e.upstream
-        if m.to not in up.tables:
-            schema = up.table(m.sources[0]).schema
-            e.sql(m.to, schema.to_sql(m.to.table), position)
-        to = up.table(m.to)
-        want: dict[tuple[Any, ...], dict[str, Any]] = {}
-        came: dict[tuple[Any, ...], ShardId] = {}
-        for s in m.sources:
-            for row in list(up.table(s).rows.values()):
-                if not m.moves_row(row):
-                    continue
-                lowered = {k.lower(): v for k, v in row.items()}
-                image = {
-                    c.name: lowered[c.key] if c.key in lowered else fill_value(c)
-                    for c in to.schema.columns
-                }
-                key = to.key_of(image)
-                if key in want:
-                    raise UpstreamError(
-                        f"copy {m.id}: key {key} is in both {came[key]} and {s}; "
-                        f"{m.to} cannot hold both"
-                    )
-                want[key], came[key] = image, s
-        pk = to.schema.primary_key or to.schema.column_names()
-        for key, image in want.items():
-            have = to.rows.get(key)
-            if have is None:
-                e.row(up.insert(m.to, image), position)
-            elif have != image:
-                e.row(up.update(m.to, dict(zip(pk, key, strict=True)), image), position)
-        for key in [k for k in to.rows if k not in want]:
-            e.row(up.delete(m.to, dict(zip(pk, key, strict=True))), position)
+        self.tool(position).copy(self.moves.get(move_id))
 
     def marker(self, move_id: str, phase: str, position: Position) -> None:
-        """``freeze``: a ``frozen`` marker row on every ``from`` source; ``switch``: a
-        ``switched`` one on ``to``'s source (each in its side's database)."""
-        m = self.moves.get(move_id)
+        self.tool(position).marker(self.moves.get(move_id), phase)
+
+    def tool(self, position: Position) -> CopyTool:
         e = self.engine
-        sides = list(m.sources) if phase == "frozen" else [m.to]
-        places = {s.source: s for s in reversed(sides)}  # one per source: its first shard
-        for s in sorted(places.values(), key=lambda s: sides.index(s)):
-            marker = s.with_table(m.marker)
-            if marker not in e.upstream.tables:
-                e.sql(marker, MARKER_DDL.format(name=quote(m.marker)), position)
-            row = {"move_id": m.id, "phase": phase}
-            key = e.upstream.table(marker).key_of(row)
-            if key in e.upstream.table(marker).rows:
-                e.row(e.upstream.update(marker, row, row), position)
-            else:
-                e.row(e.upstream.insert(marker, row), position)
+        return CopyTool(
+            e.upstream,
+            lambda shard, sql: e.ddl(shard, sql, position),
+            lambda event: e.row(event, position),
+        )
 
     # --- observing -------------------------------------------------------------------
 
@@ -301,3 +252,79 @@ class MoveDriver:
             if snapshot(restored) != state:
                 raise AssertionError(f"move {move_id}: copy state changed through JSON")
             self.copies[move_id] = restored
+
+
+class CopyTool:
+    """The copy tool of the scenario steps (``copy``, ``freeze``, ``switch``), for any
+    engine: it changes ``upstream`` and hands each statement to ``sql`` (after the
+    upstream ran it) and each row change to ``row``. ``prefix`` goes before the move id
+    in the marker rows (the spark engine's files in a shared job, see devkit)."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        sql: Callable[[ShardId, str], None],
+        row: Callable[[RowEvent], None],
+        prefix: str = "",
+    ) -> None:
+        self.upstream = upstream
+        self.sql = sql
+        self.row = row
+        self.prefix = prefix
+
+    def copy(self, m: Move) -> None:
+        """Bring ``to`` to ``from``'s current rows of the moved keys: the first copy
+        inserts them (after ``to``'s CREATE TABLE when it does not exist), a later one
+        catches up (inserts, updates, deletes)."""
+        up = self.upstream
+        if m.to not in up.tables:
+            schema = up.table(m.sources[0]).schema
+            sql = schema.to_sql(m.to.table)
+            up.ddl(m.to, sql)
+            self.sql(m.to, sql)
+        to = up.table(m.to)
+        want: dict[tuple[Any, ...], dict[str, Any]] = {}
+        came: dict[tuple[Any, ...], ShardId] = {}
+        for s in m.sources:
+            for row in list(up.table(s).rows.values()):
+                if not m.moves_row(row):
+                    continue
+                lowered = {k.lower(): v for k, v in row.items()}
+                image = {
+                    c.name: lowered[c.key] if c.key in lowered else fill_value(c)
+                    for c in to.schema.columns
+                }
+                key = to.key_of(image)
+                if key in want:
+                    raise UpstreamError(
+                        f"copy {m.id}: key {key} is in both {came[key]} and {s}; "
+                        f"{m.to} cannot hold both"
+                    )
+                want[key], came[key] = image, s
+        pk = to.schema.primary_key or to.schema.column_names()
+        for key, image in want.items():
+            have = to.rows.get(key)
+            if have is None:
+                self.row(up.insert(m.to, image))
+            elif have != image:
+                self.row(up.update(m.to, dict(zip(pk, key, strict=True)), image))
+        for key in [k for k in to.rows if k not in want]:
+            self.row(up.delete(m.to, dict(zip(pk, key, strict=True))))
+
+    def marker(self, m: Move, phase: str) -> None:
+        """``frozen``: a marker row on every ``from`` source; ``switched``: one on ``to``'s
+        source (each in its side's database; the marker table created when missing)."""
+        up = self.upstream
+        sides = list(m.sources) if phase == "frozen" else [m.to]
+        places = {s.source: s for s in reversed(sides)}  # one per source: its first shard
+        for s in sorted(places.values(), key=lambda s: sides.index(s)):
+            marker = s.with_table(m.marker)
+            if marker not in up.tables:
+                sql = MARKER_DDL.format(name=quote(m.marker))
+                up.ddl(marker, sql)
+                self.sql(marker, sql)
+            row = {"move_id": self.prefix + m.id, "phase": phase}
+            if up.table(marker).key_of(row) in up.table(marker).rows:
+                self.row(up.update(marker, row, row))
+            else:
+                self.row(up.insert(marker, row))

@@ -1,0 +1,318 @@
+"""Declared moves in the streaming job (docs/moves.md): the marker rows as control events,
+the classification of every event of a moving shard, its rows' fate in the row plan, and
+the downstream switch, each at its place in the batch's steps (coordinator/PROTOCOL.md).
+
+The pure rules are ``coordinator.moves`` (the same :class:`~coordinator.moves.Moves` book
+the memory engine folds); this module maps them onto the batch:
+
+- step 4: the rows of a move's marker table are read on the driver (a few per move) and
+  taken out of the batch's rows;
+- step 5: marker rows go through the book in the global order of control events; a
+  statement of ``to`` before its ``switched`` marker goes to the move's own coordinator
+  (the copy's schema, recorded), one after it waits for the switch, a TRUNCATE/DROP/RENAME
+  of ``from`` after its freeze is deferred to after the switch; the rest go to the job's
+  coordinator as before. After each control event the pending switches are tried;
+- the row plan: ``to``'s rows up to its marker are the copy (dropped), after it they wait
+  in the stash (version :data:`MOVE_QUEUE`) until the switch releases them; ``from``'s rows
+  after its freeze wait in the stash too (version :data:`MOVE_KEEP`): the switch discards
+  them (a moved key's changes after the freeze are never applied), an abort replays them;
+- the switch: the kept rows discarded, then one Delta UPDATE per ``from`` re-homing its
+  rows (``Coordinator.switch_home``: a :class:`~coordinator.decisions.Rename` each, so the
+  batch's own earlier rows of ``from`` follow too), ``to``'s queued rows released, its
+  queued statements and ``from``'s deferred ones run, in that order.
+
+The book, the copies' coordinators and the waiting statements are part of the saved
+state (``moves`` in the state file), so a re-run batch starts from the same point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from coordinator.coordinator import Coordinator, RowRoute, TargetConfig
+from coordinator.decisions import Decision, Release
+from coordinator.ids import Position, ShardId, TargetId
+from coordinator.moves import Move, MoveCommand, MoveError, Moves, SwitchFacts, event_kind
+from coordinator.routing import Route, Router
+from coordinator.rowplan import RowPlan
+from coordinator.state import restore, snapshot
+from streaming.plan import Planner, Segment
+from streaming.quoting import string
+
+__all__ = ["MOVE_KEEP", "MOVE_QUEUE", "MoveKeeper"]
+
+log = logging.getLogger("shardmerge.moves")
+
+# Stash versions of rows a move keeps (a shard table's own versions are never negative).
+MOVE_QUEUE = -1  # `to`'s rows after its switch marker, until the switch
+MOVE_KEEP = -2  # `from`'s rows after its freeze, until the switch (discarded) or an abort
+
+
+class Host(Protocol):
+    """What the keeper uses of the batch (``streaming.batch._Batch``)."""
+
+    c: Coordinator
+    batch: int
+
+    def run_decisions(self, decisions: list[Decision]) -> None: ...
+
+    def discard_stashed(self, target: TargetId, shard: ShardId, version: int) -> None: ...
+
+    def release(self, d: Release) -> None: ...
+
+
+def _copy_coordinator(m: Move) -> Coordinator:
+    route = Route(TargetId("_move", m.id), m.to.source, m.to.db, m.to.table)
+    return Coordinator(Router((route,)), default=TargetConfig("pessimistic"))
+
+
+class MoveKeeper:
+    """The job's moves across batches: restored at step 1, saved at step 7."""
+
+    def __init__(self, moves: Iterable[Move], router: Router, saved: dict[str, Any] | None) -> None:
+        self.router = router
+        self.moves = Moves(moves)
+        self.copies = {m.id: _copy_coordinator(m) for m in self.moves.moves.values()}
+        # `to`'s statements after its switch marker, and `from`'s table-level statements
+        # after its freeze: [shard, sql, position] each, run at the switch (or the abort).
+        self.queued: dict[str, list[list[Any]]] = {}
+        self.deferred: dict[str, list[list[Any]]] = {}
+        # The unmet preconditions of each waiting switch (shown on the target's lock).
+        self.unmet: dict[str, list[str]] = {}
+        if saved:
+            self.moves.restore(saved["progress"])
+            for move_id, state in saved.get("copies", {}).items():
+                if move_id in self.copies:
+                    c = self.copies[move_id]
+                    self.copies[move_id] = restore(state, c.router, {}, c.default)
+            for move_id in saved.get("switched", []):
+                self.copies.pop(move_id, None)
+            self.queued = {k: list(v) for k, v in saved.get("queued", {}).items()}
+            self.deferred = {k: list(v) for k, v in saved.get("deferred", {}).items()}
+            self.unmet = {k: list(v) for k, v in saved.get("unmet", {}).items()}
+
+    def __bool__(self) -> bool:
+        return bool(self.moves)
+
+    def restored(self, saved: dict[str, Any]) -> MoveKeeper:
+        """The keeper as :meth:`to_json` saved it (a refused command's changes undone)."""
+        return MoveKeeper(self.moves.moves.values(), self.router, saved)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "progress": self.moves.to_json(),
+            "copies": {m: snapshot(c) for m, c in self.copies.items()},
+            "switched": sorted(m for m in self.moves.moves if m not in self.copies),
+            "queued": self.queued,
+            "deferred": self.deferred,
+            "unmet": self.unmet,
+        }
+
+    # --- step 4 ---------------------------------------------------------------------------
+
+    def marker_rows(self) -> str:
+        """An SQL condition true for the rows of the moves' marker tables (on the sources
+        of each move's sides, in any database)."""
+        parts = []
+        for m in self.moves.moves.values():
+            sources = sorted({s.source for s in (*m.sources, m.to)})
+            parts.append(
+                f"(tbl = {string(m.marker)} AND source IN ({', '.join(map(string, sources))}))"
+            )
+        return " OR ".join(parts) if parts else "false"
+
+    # --- step 5 ---------------------------------------------------------------------------
+
+    def marker(self, r: Any, position: Position) -> None:
+        """One marker row (an event of the marker table: insert, update or snapshot read)."""
+        shard = ShardId(r["source"], r["db"], r["tbl"])
+        if r["after"] is None:
+            return  # a marker row deleted: the copy tool cleaning up
+        try:
+            row = json.loads(r["after"])
+        except ValueError as e:
+            raise MoveError(f"marker row of {shard} is no JSON object: {e}") from e
+        if not isinstance(row, dict):
+            raise MoveError(f"marker row of {shard} is no JSON object: {r['after']!r}")
+        move_id = self.moves.marker(shard, row, position)
+        if move_id is not None:
+            log.info(
+                "move %s: %s marker read on %s at %s (now %s)",
+                move_id, row.get("phase"), shard, position, self.moves.state(move_id),
+            )  # fmt: skip
+
+    def take(self, shard: ShardId, sql: str, position: Position) -> bool:
+        """A statement of ``shard``: True when a move took it (the job's coordinator must
+        not see it)."""
+        if self.moves.is_marker(shard):
+            return True  # the marker table's own DDL: nothing downstream
+        c = self.moves.classify(shard, position, event_kind(sql))
+        if c.move is None:
+            return False
+        self.moves.note(c)
+        match c.action:
+            case "record":
+                self.copies[c.move].on_ddl(shard, sql, position)
+            case "queue":
+                self.queued.setdefault(c.move, []).append([str(shard), sql, position])
+            case "defer":
+                self.deferred.setdefault(c.move, []).append([str(shard), sql, position])
+            case "drop":
+                log.info("move %s: %s's statement dropped (%s): %s", c.move, shard, c.reason, sql)
+            case _:
+                return False
+        if c.action != "drop":
+            log.info("move %s: %s's statement %s (%s): %s", c.move, shard, c.action, c.reason, sql)
+        return True
+
+    def facts(self, m: Move, c: Coordinator) -> SwitchFacts:
+        p = self.moves.progress[m.id]
+        held: dict[ShardId, Position] = {}
+        for s in m.sources:
+            st = c.shard_state(s)
+            if st is None or not (st.held or st.awaiting is not None):
+                continue
+            at = st.pending[0].position if st.pending else st.awaiting
+            frozen = p.frozen.get(s.source)
+            if at is None or frozen is None or at < frozen:
+                held[s] = at
+        copy = self.copies[m.id]
+        to = copy.shard_state(m.to)
+        schemas = {s: (st.schema if (st := c.shard_state(s)) else None) for s in m.sources}
+        schemas[m.to] = to.schema if to is not None else None
+        return SwitchFacts(held, [*c.ghosts, *copy.ghosts], schemas)
+
+    def try_switches(self, host: Host, planner: Planner) -> None:
+        """Every move whose switch marker was read switches once its preconditions hold
+        (``planner``: the batch's row plan so far)."""
+        for move_id in self.moves.pending_switches():
+            m = self.moves.get(move_id)
+            unmet = self.moves.can_switch(move_id, self.facts(m, host.c))
+            if unmet != self.unmet.get(move_id):
+                for why in unmet:
+                    log.warning("move %s: the switch waits: %s", move_id, why)
+            self.unmet[move_id] = unmet
+            if not unmet:
+                self.switch(m, host, planner)
+
+    def switch(self, m: Move, host: Host, planner: Planner) -> None:
+        target = self.router.target(m.to)
+        if target is None:
+            raise MoveError(f"move {m.id}: to {m.to} routes to no target")
+        to = self.copies[m.id].shard_state(m.to)
+        assert to is not None  # can_switch checked that it exists
+        p = self.moves.progress[m.id]
+        log.info("move %s: switching %s to %s", m.id, ", ".join(map(str, m.sources)), m.to)
+        for s in m.sources:
+            host.discard_stashed(target, s, MOVE_KEEP)
+        self.moves.switched(m.id, target)
+        sources = [(s, p.frozen[s.source]) for s in m.sources]
+        # The batch's rows of `from` up to its freeze keep the plan they have now (they are
+        # written, under `to`'s name: the Rename), whatever `from` is after the switch.
+        segs = [seg for s, frozen in sources for seg in planner.cut([s], frozen)]
+        split = m.pattern == "split"
+        decisions = host.c.switch_home(sources, m.to, to.schema, p.switched_at, split)
+        planner.close(segs, decisions)
+        host.run_decisions(decisions)
+        self.unmet.pop(m.id, None)
+        del self.copies[m.id]
+        host.release(Release(target, m.to, MOVE_QUEUE))
+        for shard, sql, position in [*self.queued.pop(m.id, []), *self.deferred.pop(m.id, [])]:
+            host.run_decisions(host.c.on_ddl(ShardId.parse(shard), sql, position))
+
+    def command(self, cmd: MoveCommand, host: Host) -> None:
+        """``move abort ID``: ``from`` stays home; its rows and statements kept since the
+        freeze apply in order; ``to``'s queued ones are dropped, and its later ones too."""
+        m = self.moves.get(cmd.move)
+        self.moves.abort(m.id)
+        target = self.router.target(m.to)
+        if target is None:
+            raise MoveError(f"move {m.id}: to {m.to} routes to no target")
+        log.warning("move %s aborted by the operator: %s stays home", m.id, ", ".join(
+            map(str, m.sources)))  # fmt: skip
+        host.discard_stashed(target, m.to, MOVE_QUEUE)
+        self.queued.pop(m.id, None)
+        self.unmet.pop(m.id, None)
+        for s in m.sources:
+            host.release(Release(target, s, MOVE_KEEP))
+        for shard, sql, position in self.deferred.pop(m.id, []):
+            host.run_decisions(host.c.on_ddl(ShardId.parse(shard), sql, position))
+
+    # --- the row plan ---------------------------------------------------------------------
+
+    def plan(self, planner: Planner) -> None:
+        """The planner's segments with the moves' fates: each segment of a moving shard
+        cut at its side's marker (see the module docstring)."""
+        out: list[Segment] = []
+        for seg in planner.segments:
+            out += self._segments(seg)
+        planner.segments = out
+
+    def _segments(self, seg: Segment) -> list[Segment]:
+        for m in self.moves.moves.values():
+            p = self.moves.progress[m.id]
+            target = self.router.target(m.to)
+            if seg.shard == m.to:
+                if p.state == "aborted" or p.switched_at is None:
+                    return [_with(seg, RowRoute("drop", target, reason=f"move {m.id}"))]
+                later = (
+                    seg.plan.route
+                    if p.state == "switched"
+                    else RowRoute("hold", target, MOVE_QUEUE, reason=f"move {m.id}: queued")
+                )
+                return _cut(seg, p.switched_at, RowRoute("drop", target), later)
+            if seg.shard in m.sources and p.state != "aborted":
+                frozen = p.frozen.get(seg.shard.source)
+                if frozen is None:
+                    continue
+                later = (
+                    RowRoute("drop", target, reason=f"move {m.id}: after the freeze")
+                    if p.state == "switched"
+                    else RowRoute("hold", target, MOVE_KEEP, reason=f"move {m.id}: kept")
+                )
+                return _cut(seg, frozen, None, later)
+        return [seg]
+
+    # --- observing ------------------------------------------------------------------------
+
+    def locks(self, locks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The lock views with each waiting switch's ``to`` shown as held: stage
+        ``conflict`` when only an operator or a fix of the copy can end the wait."""
+        out = [dict(lock) for lock in locks]
+        for move_id, unmet in self.unmet.items():
+            m = self.moves.get(move_id)
+            target = str(self.router.target(m.to))
+            lock = next((x for x in out if x["target"] == target), None)
+            if lock is None or not unmet:
+                continue
+            lock["blocked"] = sorted({*lock["blocked"], str(m.to)})
+            stuck = all("schema" in u or "does not exist" in u for u in unmet)
+            if stuck:
+                lock["stage"] = "conflict"
+            elif lock["stage"] == "none":
+                lock["stage"] = "waiting"
+            lock["moves"] = unmet
+        return out
+
+
+def _with(seg: Segment, route: RowRoute) -> Segment:
+    return dataclasses.replace(seg, plan=RowPlan(route))
+
+
+def _cut(seg: Segment, at: Position, before: RowRoute | None, after: RowRoute) -> list[Segment]:
+    """``seg`` split at ``at``: its rows up to ``at`` take ``before`` (None: their own
+    plan), those after it ``after`` (its own plan when it is the segment's route)."""
+    out = []
+    if seg.after is None or seg.after < at:
+        upto = at if seg.upto is None or at < seg.upto else seg.upto
+        low = dataclasses.replace(seg, upto=upto)
+        out.append(low if before is None else _with(low, before))
+    if seg.upto is None or at < seg.upto:
+        after_at = at if seg.after is None or seg.after < at else seg.after
+        high = dataclasses.replace(seg, after=after_at)
+        out.append(high if after is seg.plan.route else _with(high, after))
+    return out
