@@ -1,5 +1,5 @@
 """The job's verbs of the ``shardmerge`` command line: ``run``, ``locks``, ``unlock``,
-``history``.
+``move``, ``history``.
 
 ``run`` runs the streaming job; ``locks`` and ``unlock`` operate a running job's shard DDL
 locks through the durable command inbox under its checkpoint. The ``shardmerge`` entry
@@ -168,6 +168,56 @@ def _cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def _move(args: argparse.Namespace) -> int:
+    """``move show``: each declared move's state as the latest batch saved it; ``move
+    abort ID``: queue the abort (refused at once when the move cannot be aborted)."""
+    from coordinator.moves import MoveError, parse_move_command
+    from shardmerge.printable import printable as p
+
+    store = _store(args.config)
+    latest = store.latest()
+    saved = latest[1].get("moves", {}) if latest is not None else {}
+    progress = saved.get("progress", {})
+    if args.move_verb == "abort":
+        try:
+            command = parse_move_command(f"move abort {args.id}")
+        except MoveError as e:
+            print(f"refused: {p(str(e))}", file=sys.stderr)
+            return 2
+        state = progress.get(command.move, {}).get("state")
+        if state is None:
+            known = ", ".join(sorted(progress)) or "none"
+            print(
+                f"refused: no move {p(command.move)} in the job's state (moves: {p(known)})",
+                file=sys.stderr,
+            )
+            return 2
+        if state in ("switched", "aborted"):
+            print(f"refused: move {p(command.move)} is {state}", file=sys.stderr)
+            return 2
+        command_id = store.submit(command)
+        print(f"queued {command.words()!r} ({command_id}); it takes effect at the next micro-batch")
+        return 0
+    unmet = saved.get("unmet", {})
+    if args.json:
+        print(json.dumps({"batch": latest[0] if latest else None, **saved}))
+        return 0
+    if not progress:
+        print("no move in the job's state (none declared, or no batch has run yet)")
+        return 0
+    print(f"after batch {latest[0] if latest else '-'}:")
+    print(f"{'move':16} {'state':10} {'frozen at (source: position)':40} switch marker at")
+    for move_id, prog in sorted(progress.items()):
+        frozen = ", ".join(f"{s}: {pos}" for s, pos in sorted(prog["frozen"].items())) or "-"
+        print(f"{p(move_id):16} {prog['state']:10} {p(frozen):40} {prog['switched_at'] or '-'}")
+        for why in unmet.get(move_id, []):
+            print(f"{'':4}waits: {p(why)}")
+        for key, label in (("queued", "queued statement"), ("deferred", "deferred statement")):
+            for shard, sql, _ in saved.get(key, {}).get(move_id, []):
+                print(f"{'':4}{label} of {p(shard)}: {p(sql)}")
+    return 0
+
+
 def _history(args: argparse.Namespace) -> int:
     """The target table's Delta commits, newest first, each downstream change with the
     statement and the shard DDL or operator command that caused it (its userMetadata)."""
@@ -253,6 +303,23 @@ def add_job_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     unlock.add_argument("--config", required=True)
     add_unlock_arguments(unlock, cancel=True)
     unlock.set_defaults(func=_unlock)
+
+    move = verbs.add_parser(
+        "move", help="declared moves (docs/moves.md): show their state, or abort one"
+    )
+    move_verbs = move.add_subparsers(dest="move_verb", required=True)
+    show = move_verbs.add_parser(
+        "show", help="each move's state, freeze and switch positions, what its switch waits for"
+    )
+    show.add_argument("--config", required=True)
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+    show.set_defaults(func=_move)
+    abort = move_verbs.add_parser(
+        "abort", help="abort a move before its switch: the old side stays home"
+    )
+    abort.add_argument("--config", required=True)
+    abort.add_argument("id", help="the move's id, as declared under moves:")
+    abort.set_defaults(func=_move)
 
     history = verbs.add_parser(
         "history",

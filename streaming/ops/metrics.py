@@ -29,6 +29,7 @@ from streaming.ops.views import Views, lag_by_partition
 __all__ = ["JobCollector", "registry_for"]
 
 STAGES = ("none", "waiting", "conflict")
+MOVE_STATES = ("declared", "copying", "frozen", "switching", "switched", "aborted")
 ROW_ACTIONS = {"written": "written", "held": "held", "replayed": "replayed", "dropped": "dropped"}
 
 
@@ -39,6 +40,7 @@ class JobCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         snap = self.views.observer.snapshot()
         yield from self._locks()
+        yield from self._moves()
         yield from self._counters(snap)
         yield from self._steps(snap)
         yield from self._progress()
@@ -138,6 +140,35 @@ class JobCollector(Collector):
         if state is not None:
             last.add_metric([], state["batch"])
         yield last
+
+    # --- moves (from the persisted state) ------------------------------------------------
+
+    def _moves(self) -> Iterator[Metric]:
+        moves = self.views.moves()["moves"]
+        state = GaugeMetricFamily(
+            "shardmerge_move_state",
+            "1 for the state each declared move is in (declared, copying, frozen, switching, "
+            "switched, aborted), else 0",
+            labels=["move", "state"],
+        )
+        waits = GaugeMetricFamily(
+            "shardmerge_move_switch_waits",
+            "unmet preconditions of a move's switch (0 unless it is switching and waits)",
+            labels=["move"],
+        )
+        kept = GaugeMetricFamily(
+            "shardmerge_move_statements_kept",
+            "statements a move keeps for its switch: to's after its switch marker (queued) "
+            "and from's TRUNCATE/DROP/RENAME after its freeze (deferred)",
+            labels=["move", "kind"],
+        )
+        for m in moves:
+            for s in MOVE_STATES:
+                state.add_metric([m["id"], s], 1.0 if m["state"] == s else 0.0)
+            waits.add_metric([m["id"]], len(m["waits"]))
+            kept.add_metric([m["id"], "queued"], len(m["queued"]))
+            kept.add_metric([m["id"], "deferred"], len(m["deferred"]))
+        yield from (state, waits, kept)
 
     # --- counts of this run (observer) ---------------------------------------------------
 

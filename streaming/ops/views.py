@@ -277,6 +277,34 @@ class Views:
             "totals": snap["totals"],
         }
 
+    # --- moves ---------------------------------------------------------------------------
+
+    def moves(self) -> dict[str, Any]:
+        """Each declared move (docs/moves.md): its sides, state, the freeze positions per
+        source and the switch marker's, what its switch waits for, and the statements it
+        keeps for the switch (``to``'s queued, ``from``'s deferred)."""
+        state = self.state()
+        saved = (state or {}).get("moves", {})
+        progress = saved.get("progress", {})
+        out = []
+        for m in self.settings.moves:
+            p = progress.get(m.id, {})
+            out.append(
+                {
+                    "id": m.id,
+                    "from": list(m.from_),
+                    "to": m.to,
+                    "keys": m.keys,
+                    "state": p.get("state", "declared"),
+                    "frozen": p.get("frozen", {}),
+                    "switched_at": p.get("switched_at"),
+                    "waits": saved.get("unmet", {}).get(m.id, []),
+                    "queued": [s for _, s, _ in saved.get("queued", {}).get(m.id, [])],
+                    "deferred": [s for _, s, _ in saved.get("deferred", {}).get(m.id, [])],
+                }
+            )
+        return {"batch": None if state is None else state["batch"], "moves": out}
+
     # --- dead letters --------------------------------------------------------------------
 
     def dead_letters(self) -> dict[str, Any]:

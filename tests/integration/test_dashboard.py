@@ -299,6 +299,8 @@ def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> 
         ".map(r => [...r.children].slice(1, 4).map(c => c.textContent).join('/')).join(',')"
     )
     wait_for(browser, dead + f" === '{up.source}.shop.orders_2/0/5'", "the dead letter")
+    moves = "return document.querySelector('#moves-table tbody').textContent"
+    wait_for(browser, moves + ".includes('no move declared')", "the moves panel, no move")
     browser.execute_script("document.getElementById('dead-letters').scrollIntoView()")
     shot(browser, "7-dead-letters")
 

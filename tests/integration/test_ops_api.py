@@ -43,6 +43,7 @@ def settings(tmp_path: Path, **ops) -> Settings:
             "sources": [{"topics": ["s1"]}],
             "routes": [{"target": "shop.orders", "table": "orders_*"}],
             "targets": {"shop.orders": {"mode": "pessimistic"}},
+            "moves": [{"id": "m1", "from": "s1.shop.orders_3", "to": "s2.shop.orders_3"}],
             "sink": {"path": str(tmp_path / "lake")},
             "checkpoint": str(tmp_path / "cp"),
             "ops": {"port": 0, **ops},
@@ -321,6 +322,12 @@ def test_metrics_parse_and_match_the_jobs_state(serve):
         1_699_999_999.0
     )
     assert samples[("shardmerge_waiting_rows", late)] == 0
+    # a declared move no batch has seen a marker of
+    assert samples[("shardmerge_move_state", (("move", "m1"), ("state", "declared")))] == 1
+    assert samples[("shardmerge_move_state", (("move", "m1"), ("state", "switched")))] == 0
+    assert samples[("shardmerge_move_switch_waits", (("move", "m1"),))] == 0
+    (move,) = json.loads(call(server, "GET", "/api/moves")[2])["moves"]
+    assert move["id"] == "m1" and move["state"] == "declared" and move["to"] == "s2.shop.orders_3"
 
 
 def test_kafka_lag_is_latest_minus_end_offset_per_partition():

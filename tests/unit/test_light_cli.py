@@ -128,3 +128,40 @@ def test_locks_loads_neither_sqlglot_nor_pyspark(tmp_path: Path) -> None:
     ).stdout
     assert "after batch 1:" in out
     assert "heavy: []" in out, out
+
+
+def test_move_show_and_abort_against_a_saved_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = (tmp_path / "ck").as_uri()
+    config = tmp_path / "job.yaml"
+    config.write_text(CONFIG.format(checkpoint=checkpoint))
+    assert main(["move", "show", "--config", str(config)]) == 0
+    assert "no move in the job's state" in capsys.readouterr().out
+    frozen = {"s3": ["mysql-bin.000003", 120, 0, 1_700_000_000_000, 7]}
+    progress = {
+        "m1": {"state": "switching", "frozen": frozen, "switched_at": None, "dropped": 0,
+               "shadow": 2},
+        "m2": {"state": "switched", "frozen": {}, "switched_at": None, "dropped": 0, "shadow": 0},
+    }  # fmt: skip
+    waits = ["move m1: s9.db_9.orders_23 does not have the schema \x1b[2J"]
+    moves = {
+        "progress": progress, "unmet": {"m1": waits},
+        "deferred": {"m1": [["s3.db_3.orders_7", "TRUNCATE TABLE orders_7", None]]},
+    }  # fmt: skip
+    StateStore(None, checkpoint).save(4, {"batch": 4, "locks": [], "stats": {}, "moves": moves})
+    assert main(["move", "show", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "m1" in out and "switching" in out and "mysql-bin.000003" in out
+    assert "waits: move m1: s9.db_9.orders_23 does not have the schema \\x1b[2J" in out
+    assert "deferred statement of s3.db_3.orders_7: TRUNCATE TABLE orders_7" in out
+    assert main(["move", "abort", "--config", str(config), "m2"]) == 2
+    assert "move m2 is switched" in capsys.readouterr().err
+    assert main(["move", "abort", "--config", str(config), "m9"]) == 2
+    assert "no move m9 in the job's state (moves: m1, m2)" in capsys.readouterr().err
+    assert main(["move", "abort", "--config", str(config), "m1"]) == 0
+    (queued,) = StateStore(None, checkpoint).inbox()
+    assert queued["words"] == "move abort m1" and queued["command"]["move"] == "m1"
+    from streaming.state_store import command_of
+
+    assert command_of(queued).words() == "move abort m1"

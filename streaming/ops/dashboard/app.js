@@ -289,6 +289,16 @@ function renderDead(dead) {
     el("td", { class: "num", text: d.offset }), el("td", { text: d.format }), el("td", { class: "sql", text: d.reason }))));
 }
 
+function renderMoves(moves) {
+  const rows = moves.moves.map((m) => el("tr", { "data-move": m.id },
+    el("td", { text: m.id }), el("td", { text: m.from.join(", ") + (m.keys ? ` (keys: ${m.keys})` : "") }),
+    el("td", { text: m.to }), el("td", {}, el("span", { class: "badge move-" + m.state, text: m.state })),
+    el("td", { class: "sql", text: m.waits.join("\n") || "—" }),
+    el("td", { class: "sql", text: [...m.queued.map((s) => "queued: " + s), ...m.deferred.map((s) => "deferred: " + s)].join("\n") || "—" })));
+  document.querySelector("#moves-table tbody").replaceChildren(...(rows.length ? rows
+    : [el("tr", {}, el("td", { colSpan: 6, class: "hint", text: "no move declared (moves: in the settings)" }))]));
+}
+
 // --- commands ----------------------------------------------------------------------
 
 function confirmCommand(target, shard, action) {
@@ -332,9 +342,10 @@ function setStatus(text, bad) {
 
 async function refresh() {
   try {
-    const [p, locks, dead] = await Promise.all([getJSON("/api/progress"), getJSON("/api/locks"), getJSON("/api/dead-letters")]);
+    const [p, locks, dead, moves] = await Promise.all([getJSON("/api/progress"), getJSON("/api/locks"), getJSON("/api/dead-letters"), getJSON("/api/moves")]);
     renderOverview(p, locks, dead);
     renderLocks(locks);
+    renderMoves(moves);
     renderDead(dead);
     document.body.dataset.batch = locks.batch ?? "";
     if (!document.getElementById("status").textContent.startsWith("queued")) setStatus("updated " + new Date().toLocaleTimeString());
