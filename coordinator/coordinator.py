@@ -9,6 +9,7 @@ shard's schema goes to the target's lock rules.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -640,15 +641,16 @@ class Coordinator:
         new: ShardId,
         schema: TableSchema,
         position: Position,
-        keep: bool,
+        keys: str | None = None,
     ) -> list[Decision]:
         """A declared move's downstream switch (docs/moves.md), for an engine that writes
         rows in batches: ``new`` joins its target with ``schema`` (its copy's, at
         ``position``); each of ``sources`` (with its freeze position) hands its rows
         downstream to ``new``: a :class:`Rename` of its extract values to ``new``'s, ordered
-        at its freeze; unless ``keep`` (a split: the keys that stay are still its own), it
-        then leaves the target's lock. Only rows go: the sources' held events are the
-        engine's (a move switches only when none is held before its freeze)."""
+        at its freeze; unless ``keys`` (a split: only the rows whose key it is true for
+        go, and the keys that stay are still the source's own), it then leaves the
+        target's lock. Only rows go: the sources' held events are the engine's (a move
+        switches only when none is held before its freeze)."""
         out = self.register(new, schema, position)
         tid = self.where.get(new)
         if tid is None:
@@ -657,8 +659,9 @@ class Coordinator:
         for old, at in sources:
             if self.where.get(old) != tid:
                 continue  # dropped upstream before the switch: no rows of it to hand on
-            out.append(t.rename(old, new, at))
-            if not keep:
+            rename = t.rename(old, new, at)
+            out.append(dataclasses.replace(rename, keys=keys) if keys else rename)
+            if not keys:
                 self._drop(old, out)
         return out
 

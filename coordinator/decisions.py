@@ -103,7 +103,8 @@ class Rename:
     between the shard's events before and after the rename; ``match`` is empty when there
     is nothing to rewrite: no extract column names the shard differently, or the extract
     columns do not tell it from the target's other shards (their rows cannot be told
-    apart, and stay where they are)."""
+    apart, and stay where they are). ``keys``: only the rows this predicate (a split
+    move's, MySQL over the key columns) is true for follow; the shard itself stays."""
 
     target: TargetId
     old: ShardId
@@ -112,6 +113,7 @@ class Rename:
     match: tuple[tuple[str, str], ...] = ()
     values: tuple[tuple[str, str], ...] = ()
     position: Position = None
+    keys: str | None = None
 
 
 Decision = CreateTarget | ApplyDDL | Hold | Release | Truncate | Rename

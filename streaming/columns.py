@@ -54,6 +54,16 @@ COLUMNS: dict[str, tuple[str, str]] = {
         "applied to the row's image in order",
     ),
     "_last_alter": ("working", "the position of the shard's last ALTER of the batch"),
+    "_moved": (
+        "working",
+        "whether a split move moves the row's key (its keys predicate over the row's image; "
+        "NULL for every row when no split move is under way: streaming.moving)",
+    ),
+    "_pmoved": (
+        "plan",
+        "a segment of a split move's old side that covers only the rows whose key moves "
+        "(true) or stays (false); NULL: every row of its range",
+    ),
     "_fate": (
         "working",
         "what the batch does with the row (streaming.writer.FATE): write, hold, drop, "
@@ -96,6 +106,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "_mt": ("rename table", "the renamed shard's old name: table"),
     "_mfrom": ("rename table", "the rows after this position (an earlier rename of the name)"),
     "_mat": ("rename table", "and before this one (the rename) take the new name"),
+    "_mkeys": ("rename table", "a split move's re-home: only rows whose key moves (_moved) follow"),
     "_ns": ("rename table", "the shard's name at the end of the batch: source"),
     "_nd": ("rename table", "the shard's name at the end of the batch: database"),
     "_nt": ("rename table", "the shard's name at the end of the batch: table"),

@@ -333,11 +333,13 @@ class DeltaSink:
         match: tuple[tuple[str, str], ...],
         values: tuple[tuple[str, str], ...],
         version: int,
+        where: str | None = None,
     ) -> int:
-        """Rows whose columns equal ``match`` take ``values`` (a renamed shard's extract
-        values): one UPDATE; the rows changed, as Delta reports them (0 when the version
-        was done already)."""
-        return update(self.spark, self.app_id, path, match, values, version)
+        """Rows whose columns equal ``match`` (and, with ``where``, for which that Spark SQL
+        condition holds: a split move's keys) take ``values`` (a renamed or moved shard's
+        extract values): one UPDATE; the rows changed, as Delta reports them (0 when the
+        version was done already)."""
+        return update(self.spark, self.app_id, path, match, values, version, where)
 
 
 def update(
@@ -347,11 +349,15 @@ def update(
     match: tuple[tuple[str, str], ...],
     values: tuple[tuple[str, str], ...],
     version: int,
+    condition: str | None = None,
 ) -> int:
     """``UPDATE`` the Delta table at ``path``: rows whose string columns equal ``match``
-    take ``values``, with transaction ``(app_id, version)``; the rows changed, as Delta
-    reports them (0 when the version was done already)."""
-    where = " AND ".join(f"{ident(k)} = {string(v)}" for k, v in match)
+    (and for which ``condition`` holds, when given) take ``values``, with transaction
+    ``(app_id, version)``; the rows changed, as Delta reports them (0 when the version was
+    done already)."""
+    where = " AND ".join(
+        [f"{ident(k)} = {string(v)}" for k, v in match] + ([condition] if condition else [])
+    )
     assignments = ", ".join(f"{ident(k)} = {string(v)}" for k, v in values)
     with txn(spark, app_id, version):
         result = spark.sql(f"UPDATE {table_at(path)} SET {assignments} WHERE {where}")

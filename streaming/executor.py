@@ -28,6 +28,7 @@ from coordinator.ids import TargetId
 from schemas.model import TableSchema
 from streaming.config import Settings
 from streaming.delta_sink import DeltaSink, SinkError
+from streaming.move_keys import table_predicate
 from streaming.slots import Slots
 from streaming.stash import Stash
 
@@ -163,11 +164,15 @@ class Executor:
                 "target %s: %d rows of %s truncated before its rename", d.target, deleted, d.old
             )
         self.work.ran_early.extend(before)  # kept in truncates: the plan drops rows by them
-        if d.match and self.schemas.get(d.target) is not None:
+        schema = self.schemas.get(d.target)
+        if d.match and schema is not None:
+            where = table_predicate(d.keys, schema) if d.keys else None
             changed = self.sink.rehome(
-                self.settings.table_path(d.target), d.match, d.values, target_slot
+                self.settings.table_path(d.target), d.match, d.values, target_slot, where
             )
             log.info("target %s: %d rows of %s now under %s", d.target, changed, d.old, d.new)
-        if self.stash is not None and self.stash.exists():
+        # A split's old side keeps its name and its held rows (the moved keys' were
+        # discarded: streaming.moving).
+        if self.stash is not None and not d.keys and self.stash.exists():
             self.stash.rename(str(d.target), d.old, d.new, stash_slot)
         self.work.renames.append(d)

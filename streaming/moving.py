@@ -40,16 +40,20 @@ from coordinator.moves import Move, MoveCommand, MoveError, Moves, SwitchFacts, 
 from coordinator.routing import Route, Router
 from coordinator.rowplan import RowPlan
 from coordinator.state import restore, snapshot
-from streaming.plan import Planner, Segment
+from streaming.move_keys import image_predicate
+from streaming.plan import NO_MOVED, Planner, Segment
 from streaming.quoting import string
 
-__all__ = ["MOVE_KEEP", "MOVE_QUEUE", "MoveKeeper"]
+__all__ = ["MOVE_BEHIND", "MOVE_KEEP", "MOVE_QUEUE", "MoveKeeper"]
 
 log = logging.getLogger("shardmerge.moves")
 
 # Stash versions of rows a move keeps (a shard table's own versions are never negative).
 MOVE_QUEUE = -1  # `to`'s rows after its switch marker, until the switch
-MOVE_KEEP = -2  # `from`'s rows after its freeze, until the switch (discarded) or an abort
+MOVE_KEEP = -2  # `from`'s moved keys' rows after its freeze: discarded at the switch
+# A split's `from` rows of the keys that stay, behind a TRUNCATE/DROP/RENAME the move
+# deferred: replayed after it, at the switch (or the abort).
+MOVE_BEHIND = -3
 
 
 class Host(Protocol):
@@ -211,11 +215,13 @@ class MoveKeeper:
             host.discard_stashed(target, s, MOVE_KEEP)
         self.moves.switched(m.id, target)
         sources = [(s, p.frozen[s.source]) for s in m.sources]
-        # The batch's rows of `from` up to its freeze keep the plan they have now (they are
-        # written, under `to`'s name: the Rename), whatever `from` is after the switch.
-        segs = [seg for s, frozen in sources for seg in planner.cut([s], frozen)]
-        split = m.pattern == "split"
-        decisions = host.c.switch_home(sources, m.to, to.schema, p.switched_at, split)
+        if m.keys is None:
+            # The batch's rows of `from` up to its freeze keep the plan they have now (they
+            # are written under `to`'s name: the Rename), whatever `from` is after it.
+            segs = [seg for s, frozen in sources for seg in planner.cut([s], frozen)]
+        else:
+            segs = []  # a split's `from` stays a shard of the target
+        decisions = host.c.switch_home(sources, m.to, to.schema, p.switched_at, m.keys)
         planner.close(segs, decisions)
         host.run_decisions(decisions)
         self.unmet.pop(m.id, None)
@@ -223,6 +229,9 @@ class MoveKeeper:
         host.release(Release(target, m.to, MOVE_QUEUE))
         for shard, sql, position in [*self.queued.pop(m.id, []), *self.deferred.pop(m.id, [])]:
             host.run_decisions(host.c.on_ddl(ShardId.parse(shard), sql, position))
+        if m.keys is not None:
+            for s in m.sources:
+                host.release(Release(target, s, MOVE_BEHIND))
 
     def command(self, cmd: MoveCommand, host: Host) -> None:
         """``move abort ID``: ``from`` stays home; its rows and statements kept since the
@@ -241,16 +250,59 @@ class MoveKeeper:
             host.release(Release(target, s, MOVE_KEEP))
         for shard, sql, position in self.deferred.pop(m.id, []):
             host.run_decisions(host.c.on_ddl(ShardId.parse(shard), sql, position))
+        for s in m.sources:
+            host.release(Release(target, s, MOVE_BEHIND))
 
     # --- the row plan ---------------------------------------------------------------------
 
-    def plan(self, planner: Planner) -> None:
+    def plan(self, planner: Planner, c: Coordinator) -> None:
         """The planner's segments with the moves' fates: each segment of a moving shard
-        cut at its side's marker (see the module docstring)."""
+        cut at its side's marker (see the module docstring); a split's ``from`` segments
+        after its freeze in two, the rows whose key moves and the others."""
+        planner.moved = self.moved_sql(c)
         out: list[Segment] = []
         for seg in planner.segments:
             out += self._segments(seg)
         planner.segments = out
+
+    def moved_sql(self, c: Coordinator) -> str:
+        """Whether a row's key moves, as SQL over a row event: each split move's ``keys``
+        over the images of its ``from`` shard (read with the shard's column types)."""
+        cases = []
+        for m in self.moves.moves.values():
+            if m.keys is None or self.moves.progress[m.id].state in ("declared", "aborted"):
+                continue
+            for s in m.sources:
+                st = c.shard_state(s)
+                if st is None:
+                    continue
+                cases.append(
+                    f"WHEN source = {string(s.source)} AND db = {string(s.db)} "
+                    f"AND tbl = {string(s.table)} THEN {image_predicate(m.keys, st.schema)}"
+                )
+        return f"CASE {' '.join(cases)} END" if cases else NO_MOVED
+
+    def _split(self, seg: Segment, m: Move, target: TargetId | None) -> list[Segment]:
+        """A split's ``from`` segment: the rows whose key moves keep their plan up to the
+        freeze, then wait (or, after the switch, are dropped); the others keep theirs,
+        but wait behind a TRUNCATE/DROP/RENAME the move deferred."""
+        p = self.moves.progress[m.id]
+        frozen = p.frozen[seg.shard.source]
+        moved = dataclasses.replace(seg, moved=True)
+        stays = dataclasses.replace(seg, moved=False)
+        later = (
+            RowRoute("drop", target, reason=f"move {m.id}: after the freeze")
+            if p.state == "switched"
+            else RowRoute("hold", target, MOVE_KEEP, reason=f"move {m.id}: kept")
+        )
+        out = _cut(moved, frozen, None, later)
+        behind = [pos for shard, _, pos in self.deferred.get(m.id, []) if shard == str(seg.shard)]
+        if behind:
+            why = f"move {m.id}: behind a statement deferred to the switch"
+            out += _cut(stays, behind[0], None, RowRoute("hold", target, MOVE_BEHIND, reason=why))
+        else:
+            out.append(stays)
+        return out
 
     def _segments(self, seg: Segment) -> list[Segment]:
         for m in self.moves.moves.values():
@@ -269,6 +321,8 @@ class MoveKeeper:
                 frozen = p.frozen.get(seg.shard.source)
                 if frozen is None:
                     continue
+                if m.keys is not None:
+                    return self._split(seg, m, target)
                 later = (
                     RowRoute("drop", target, reason=f"move {m.id}: after the freeze")
                     if p.state == "switched"

@@ -39,8 +39,12 @@ _PLAN_SCHEMA = (
     f"_ps string, _pd string, _pt string, _after {OKEY_TYPE}, _upto {OKEY_TYPE}, "
     "_act string, _target string, _version int, _project boolean, "
     f"_hold_from {OKEY_TYPE}, _drop_before {OKEY_TYPE}, "
-    f"_renames array<struct<pos:{OKEY_TYPE},pairs:map<string,string>>>, _last_alter {OKEY_TYPE}"
+    f"_renames array<struct<pos:{OKEY_TYPE},pairs:map<string,string>>>, _last_alter {OKEY_TYPE}, "
+    "_pmoved boolean"
 )
+# Whether a row's key moves (a split move's ``keys``, streaming.moving): NULL for every row
+# when no split move is under way.
+NO_MOVED = "CAST(NULL AS BOOLEAN)"
 PLAN_COLUMNS = [
     "_act", "_target", "_version", "_project", "_hold_from", "_drop_before", "_renames",
     "_last_alter",
@@ -52,13 +56,15 @@ class Segment:
     """The rows of ``shard`` positioned after ``after`` and up to ``upto`` (None: no
     bound), and their plan. ``closed``: cut by a statement that created, renamed or dropped
     the table; such rows happened under a table that is gone, so they are written
-    projected onto the downstream columns."""
+    projected onto the downstream columns. ``moved``: only the rows whose key a split move
+    moves (True) or keeps (False); None: every row of the range."""
 
     shard: ShardId
     after: Position
     upto: Position
     plan: RowPlan
     closed: bool = False
+    moved: bool | None = None
 
 
 class Planner:
@@ -68,6 +74,8 @@ class Planner:
         self.c = c
         self.segments: list[Segment] = []
         self.opened: dict[ShardId, Position] = {}
+        # Whether a row's key moves (SQL over the row event; streaming.moving).
+        self.moved = NO_MOVED
 
     def cut(self, shards: list[ShardId], position: Position) -> list[Segment]:
         """Before a table-level statement at ``position``: the rows of ``shards`` up to it
@@ -118,9 +126,12 @@ class Planner:
     def frame(self, spark: SparkSession, truncates: list[Truncate]) -> DataFrame:
         """The plan as a small DataFrame (keys ``_ps``/``_pd``/``_pt`` and the range)."""
         gone: dict[ShardId, Any] = {}
+        at: dict[ShardId, list[Any]] = {}
         for t in truncates:
-            if t.position is not None and (t.shard not in gone or t.position > gone[t.shard]):
-                gone[t.shard] = t.position
+            if t.position is not None:
+                at.setdefault(t.shard, []).append(t.position)
+                if t.shard not in gone or t.position > gone[t.shard]:
+                    gone[t.shard] = t.position
         rows = []
         for seg in self.segments:
             p, r = seg.plan, seg.plan.route
@@ -130,29 +141,49 @@ class Planner:
                     okey_value(seg.after), okey_value(seg.upto),
                     r.action, str(r.target) if r.target else None, r.version,
                     r.project or seg.closed,
-                    okey_value(p.hold_from), okey_value(gone.get(seg.shard)),
+                    # A moved key's rows are gone by a TRUNCATE before their freeze only:
+                    # one after it (deferred by the move) runs after they were re-homed.
+                    okey_value(p.hold_from),
+                    okey_value(
+                        _before(at.get(seg.shard, []), seg.upto)
+                        if seg.moved
+                        else gone.get(seg.shard)
+                    ),
                     [
                         (okey_value(pos), {o.lower(): n.lower() for o, n in pairs})
                         for pos, pairs in p.late_renames
                         if pos is not None
                     ],
                     okey_value(p.last_alter),
+                    seg.moved,
                 )
             )  # fmt: skip
         return local_frame(spark, rows, _PLAN_SCHEMA)
 
 
-def join_plan(rows: DataFrame, plan: DataFrame) -> DataFrame:
+def _before(positions: list[Any], upto: Position) -> Any:
+    """The last of ``positions`` at or before ``upto`` (None: no bound)."""
+    return max((p for p in positions if upto is None or p <= upto), default=None)
+
+
+def join_plan(rows: DataFrame, plan: DataFrame, moved: str = NO_MOVED) -> DataFrame:
     """Each row with the plan of its shard's segment (broadcast; rows without a segment
-    get none: a released shard's stash rows may have no fresh rows in the batch)."""
+    get none: a released shard's stash rows may have no fresh rows in the batch).
+    ``moved``: whether a row's key moves (``Planner.moved``), for the segments that cover
+    only such rows or only the others; the rows keep it as ``_moved``."""
     on = (
         (F.col("source") == F.col("_ps"))
         & (F.col("db") == F.col("_pd"))
         & (F.col("tbl") == F.col("_pt"))
         & (F.col("_after").isNull() | (F.col("_okey") > F.col("_after")))
         & (F.col("_upto").isNull() | (F.col("_okey") <= F.col("_upto")))
+        & (F.col("_pmoved").isNull() | (F.col("_pmoved") == F.col("_moved")))
     )
-    return rows.join(F.broadcast(plan), on, "left").drop("_ps", "_pd", "_pt", "_after", "_upto")
+    return (
+        rows.withColumn("_moved", F.expr(moved))
+        .join(F.broadcast(plan), on, "left")
+        .drop("_ps", "_pd", "_pt", "_after", "_upto", "_pmoved")
+    )
 
 
 def release_frame(spark: SparkSession, releases: list[Release]) -> DataFrame:

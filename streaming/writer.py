@@ -113,7 +113,10 @@ class WriteStep:
         fit) before anything is written."""
         work = self.ex.work
         plan = planner.frame(self.spark, work.truncates)
-        fresh = self.follow_renames(join_plan(rows, plan).withColumn("_fate", F.expr(FATE)))
+        self.moved = planner.moved
+        fresh = self.follow_renames(
+            join_plan(rows, plan, self.moved).withColumn("_fate", F.expr(FATE))
+        )
         self.cached = []
         try:
             released = None
@@ -171,27 +174,29 @@ class WriteStep:
             since = earlier[-1] if earlier else None
             facts.append(
                 (d.old.source, d.old.db, d.old.table, okey_value(since), okey_value(d.position),
-                 final.source, final.db, final.table)
+                 final.source, final.db, final.table, d.keys is not None)
             )  # fmt: skip
         frame = local_frame(
             self.spark,
             facts,
             f"_ms string, _md string, _mt string, _mfrom {OKEY_TYPE}, _mat {OKEY_TYPE}, "
-            "_ns string, _nd string, _nt string",
+            "_ns string, _nd string, _nt string, _mkeys boolean",
         )
+        # A split move's re-home takes only the rows whose key moves (``_moved``).
         on = (
             (F.col("source") == F.col("_ms"))
             & (F.col("db") == F.col("_md"))
             & (F.col("tbl") == F.col("_mt"))
             & (F.col("_mfrom").isNull() | (F.col("_okey") > F.col("_mfrom")))
             & (F.col("_mat").isNull() | (F.col("_okey") < F.col("_mat")))
+            & (~F.col("_mkeys") | F.coalesce(F.col("_moved"), F.lit(False)))
         )
         return (
             fresh.join(F.broadcast(frame), on, "left")
             .withColumn("source", F.coalesce(F.col("_ns"), F.col("source")))
             .withColumn("db", F.coalesce(F.col("_nd"), F.col("db")))
             .withColumn("tbl", F.coalesce(F.col("_nt"), F.col("tbl")))
-            .drop("_ms", "_md", "_mt", "_mfrom", "_mat", "_ns", "_nd", "_nt")
+            .drop("_ms", "_md", "_mt", "_mfrom", "_mat", "_ns", "_nd", "_nt", "_mkeys")
         )
 
     def write_order(self) -> list[TargetId]:
@@ -203,7 +208,7 @@ class WriteStep:
         delete reads them again)."""
         held = self.stash.released(release_frame(self.spark, self.ex.work.releases), self.batch)
         released = (
-            join_plan(held.withColumnRenamed("_project", "_rproject"), plan)
+            join_plan(held.withColumnRenamed("_project", "_rproject"), plan, self.moved)
             .withColumn("_target", F.col("target"))
             .withColumn("_version", F.col("version"))
             .withColumn("_project", F.col("_rproject"))

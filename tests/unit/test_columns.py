@@ -16,11 +16,11 @@ from streaming.columns import COLUMNS, PREFIXES
 STREAMING = Path(__file__).resolve().parents[2] / "streaming"
 # The modules that add, read or join the batch's columns.
 MODULES = [
-    "batch", "columns", "control", "decode", "plan", "row_fit", "rows", "stash", "summary",
-    "writer",
+    "batch", "columns", "control", "decode", "move_keys", "moving", "plan", "row_fit", "rows",
+    "stash", "summary", "writer",
 ]  # fmt: skip
 # Strings in those modules that name things other than columns.
-NOT_COLUMNS = {"_delta_log"}  # a Delta table's log folder
+NOT_COLUMNS = {"_delta_log", "_move"}  # a Delta table's log folder; a move copy's target db
 NAME = re.compile(r"(?<![A-Za-z0-9_.$])_[a-z][a-z0-9_]*")
 
 

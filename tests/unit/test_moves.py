@@ -260,7 +260,7 @@ def test_moves_settings_errors_name_the_field(tmp_path, moves: str, error: str |
     assert error in str(e.value) and str(path) in str(e.value)
 
 
-def test_the_streaming_job_refuses_a_split_move_it_would_not_honour(tmp_path) -> None:
+def test_the_streaming_job_refuses_a_shard_in_two_moves(tmp_path) -> None:
     from shardmerge.errors import ShardMergeError
     from streaming.job import check_runnable
 
@@ -269,8 +269,10 @@ def test_the_streaming_job_refuses_a_split_move_it_would_not_honour(tmp_path) ->
     check_runnable(load_settings(path, environ={}))  # no moves: runs
     path.write_text(BASE + "moves: [{id: m1, from: s3.db_3.orders_7, to: s9.db_9.orders_23}]\n")
     check_runnable(load_settings(path, environ={}))  # a whole-table move: runs
-    path.write_text(
-        BASE + "moves: [{id: m1, from: s3.db_3.orders_7, to: s9.db_9.orders_23, keys: 'id > 5'}]\n"
-    )
-    with pytest.raises(ShardMergeError, match="moves m1 split a table by keys"):
+    split = "{id: m1, from: s3.db_3.orders_7, to: s9.db_9.orders_23, keys: 'id > 5'}"
+    path.write_text(BASE + f"moves: [{split}]\n")
+    check_runnable(load_settings(path, environ={}))  # a split: runs
+    other = "{id: m2, from: s3.db_3.orders_7, to: s8.db_8.orders_1, keys: 'id <= 5'}"
+    path.write_text(BASE + f"moves: [{split}, {other}]\n")
+    with pytest.raises(ShardMergeError, match=r"moves m1 and m2 both split s3\.db_3\.orders_7"):
         check_runnable(load_settings(path, environ={}))

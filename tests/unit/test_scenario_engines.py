@@ -16,7 +16,6 @@ from devkit.scenario_spark import run_in_session
 ROOT = Path(__file__).parents[1] / "scenarios"
 ALL = sorted(ROOT.rglob("*.yaml"))
 MOVES = sorted((ROOT / "moves").glob("*.yaml"))
-SPLITS = sorted((ROOT / "moves").glob("split-*.yaml"))  # split moves: not in the job yet
 GROUPS = sorted((ROOT / "groups").glob("*.yaml"))  # several jobs: the memory engine only
 MEMORY_ONLY = GROUPS[0]
 # a table the job never reads the CREATE of: not on the real upstream (its snapshot)
@@ -26,15 +25,14 @@ EVERYWHERE = ROOT / "dm" / "dm004-add-column-optimistic.yaml"
 
 def test_engines_default_to_every_engine_and_which_files_leave_some_out() -> None:
     assert load_scenario(EVERYWHERE).engines == list(ENGINES)
-    moves = [p for p in MOVES if p not in SPLITS]
-    assert moves and all(load_scenario(p).engines == ["memory", "spark"] for p in moves)
-    assert SPLITS and all(load_scenario(p).engines == ["memory"] for p in SPLITS)
+    # moves: not on the real upstream yet
+    assert MOVES and all(load_scenario(p).engines == ["memory", "spark"] for p in MOVES)
     assert GROUPS and all(load_scenario(p).engines == ["memory"] for p in GROUPS)
 
 
 def test_select_keeps_the_files_that_list_the_engine() -> None:
     assert select(ALL, "memory") == ALL
-    assert select(ALL, "spark") == [p for p in ALL if p not in SPLITS + GROUPS]
+    assert select(ALL, "spark") == [p for p in ALL if p not in GROUPS]
     assert NOT_MARIADB and all(load_scenario(p).unseen for p in NOT_MARIADB)
     assert select(ALL, "mariadb") == [p for p in ALL if p not in MOVES + GROUPS + NOT_MARIADB]
 
@@ -42,7 +40,7 @@ def test_select_keeps_the_files_that_list_the_engine() -> None:
 def test_the_spark_test_runs_only_the_files_that_list_spark() -> None:
     from tests.integration.test_spark_scenarios import SCENARIOS
 
-    assert [p for p in ALL if p not in SPLITS + GROUPS] == SCENARIOS
+    assert [p for p in ALL if p not in GROUPS] == SCENARIOS
 
 
 def test_an_engine_not_listed_reports_the_file_skipped_without_running_it() -> None:

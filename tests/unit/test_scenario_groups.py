@@ -14,7 +14,7 @@ from devkit.scenario_spark import GROUP_SIZE, SparkScenarioSession, _Names, roun
 ROOT = Path(__file__).parents[1] / "scenarios"
 PLAIN = ROOT / "dm" / "dm004-add-column-optimistic.yaml"
 STRICT = ROOT / "beyond" / "strict-conflict-ddl-optimistic.yaml"
-MOVE = ROOT / "moves" / "split-by-keys.yaml"  # memory only
+MEMORY_ONLY = sorted((ROOT / "groups").glob("*.yaml"))[0]  # several jobs: memory only
 
 
 def test_a_file_meant_to_stop_the_job_runs_alone() -> None:
@@ -70,7 +70,7 @@ class _Session:
 
 def test_results_come_in_the_order_given_grouped_up_to_the_group_size() -> None:
     plain = [p for p in sorted((ROOT / "dm").glob("*.yaml"))][: GROUP_SIZE + 2]
-    files = [load_scenario(p) for p in [plain[0], STRICT, MOVE, *plain[1:]]]
+    files = [load_scenario(p) for p in [plain[0], STRICT, MEMORY_ONLY, *plain[1:]]]
     session = _Session()
     results = list(SparkScenarioSession.run_files(session, files))  # type: ignore[arg-type]
     assert [r.name for r in results] == [s.name for s in files]
