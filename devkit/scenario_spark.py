@@ -287,6 +287,7 @@ class _Run:
             if self.error is not None:
                 break
         if self.error is None:
+            self.heartbeats()
             yield
         seen = self.observe()
         if self.scenario.expect is not None:
@@ -337,6 +338,8 @@ class _Run:
     def step(self, step: Step) -> Iterator[None]:
         """One step; yields where the job must catch up first (an observation, a command)."""
         kind = step.kind
+        if kind in ("operator", "expect"):
+            self.heartbeats()
         if kind == "operator":
             assert step.operator is not None
             yield
@@ -375,10 +378,16 @@ class _Run:
         # Distinct source timestamps keep the global order of the file's steps.
         time.sleep(0.002)
 
-    def copy_step(self, kind: str, step: Step) -> None:
-        """The copy tool of a move: its statements and rows as the connector would send them
-        (its marker rows name the move as the job knows it)."""
+    def heartbeats(self) -> None:
+        """Before the job catches up (time passes): a heartbeat row in the marker table
+        on every source of every move, as a copy tool writes one every second while a
+        move runs (docs/moves.md: they move the job's marker watermark)."""
+        if not self.scenario.heartbeats:
+            return
+        for m in self.scenario.moves:
+            self.copy_tool().marker(m.move(), "heartbeat")
 
+    def copy_tool(self) -> CopyTool:
         def sql(shard: ShardId, text: str) -> None:
             table = self.upstream.tables.get(shard)
             schema = table.schema if table else None
@@ -389,8 +398,13 @@ class _Run:
             self.send(event)
             time.sleep(0.002)
 
+        return CopyTool(self.upstream, sql, row, self.names.tag, self.scenario.heartbeats)
+
+    def copy_step(self, kind: str, step: Step) -> None:
+        """The copy tool of a move: its statements and rows as the connector would send them
+        (its marker rows name the move as the job knows it)."""
         move = next(m.move() for m in self.scenario.moves if m.id == step.action(kind))
-        tool = CopyTool(self.upstream, sql, row, self.names.tag)
+        tool = self.copy_tool()
         if kind == "copy":
             tool.copy(move)
         else:

@@ -60,7 +60,7 @@ from streaming.executor import Executor
 from streaming.faults import crash_point
 from streaming.hadoop_fs import join
 from streaming.local_frame import local_frame
-from streaming.moving import MoveKeeper
+from streaming.moving import MOVE_WAIT, MoveKeeper
 from streaming.ops.observer import BatchObserver
 from streaming.plan import Planner
 from streaming.quoting import check_session, string
@@ -167,6 +167,7 @@ class _Batch(WriteStep):
         self.slots = Slots(batch_id)  # the batch's Delta write versions
         self.stats = Stats(batch=batch_id)
         self.dead: list[tuple[str, int, int, str]] = []  # control events: (key, reason)
+        self.reread: DataFrame | None = None  # stash rows read again (streaming.moving)
         self.caught: list[SourceSettings] = []  # sources caught up: streaming.caught_up
         # upstream source ids (Debezium's server name) whose rows came from caught sources
         self.caught_sources: set[str] = set()
@@ -207,6 +208,12 @@ class _Batch(WriteStep):
 
     def release(self, d: Release) -> None:
         self.ex.run([d])
+
+    def replay_control(self, r: dict[str, Any], planner: Planner) -> None:
+        self.control(r, planner, taken=True)
+
+    def dead_control(self, r: dict[str, Any], why: str) -> None:
+        self.dead.append((r["topic"], r["partition"], r["offset"], why))
 
     def discard_stashed(self, target: TargetId, shard: ShardId, version: int) -> None:
         slot = self.slots.take(f"stash: {shard}'s rows a move kept")
@@ -278,6 +285,12 @@ class _Batch(WriteStep):
             control = f"{CONTROL} OR {self.moves.marker_rows()}" if self.moves else CONTROL
             controls = in_global_order(join_split_renames(events.filter(control).collect()))
             rows = events.filter(f"NOT ({control})")
+            if self.moves.rereads() and self.stash.exists():
+                # Rows of moving shards that waited for their source's marker watermark:
+                # classified again with this batch's own (streaming.moving, MOVE_WAIT);
+                # the copies in the stash go in step 6.
+                self.reread = self.stash.waiting(MOVE_WAIT, self.batch)
+                rows = rows.unionByName(self.reread)
             # The sources read to the end of their schema-change topics: their rows that
             # need a DDL not read are dead letters (streaming.rows.no_ddl_sql).
             self.caught = self.p.caught_up.sources(self.batch, self.logged)
@@ -295,14 +308,16 @@ class _Batch(WriteStep):
             # a later one whose shadow's CREATE was never read.
             for shard, seen in sorted(first.shadows.items(), key=lambda kv: str(kv[0])):
                 self.c.shadow_rows(shard, seen)
+            if self.moves:
+                self.moves.settle(self, planner)  # an abort's deferred statements
             for j, r in enumerate(controls):
                 try:
                     if r["op"] in ("ddl", "t"):
                         self.control(r, planner)
                     else:
-                        self.moves.marker(r, position_of(r))
+                        self.moves.marker(r, position_of(r), self)
                     if self.moves:
-                        self.moves.try_switches(self, planner)
+                        self.moves.settle(self, planner)
                 except ConflictError:
                     # A strict target stops the job here; the rows before this control
                     # event are written first, as they would be one by one.
@@ -396,15 +411,16 @@ class _Batch(WriteStep):
 
     # --- step 5 -----------------------------------------------------------------------------
 
-    def control(self, r: Any, planner: Planner) -> None:
-        """One control event through the coordinator; its decisions to the executor."""
+    def control(self, r: Any, planner: Planner, taken: bool = False) -> None:
+        """One control event through the coordinator; its decisions to the executor.
+        ``taken``: a move kept it and hands it on now (streaming.moving)."""
         shard = ShardId(r["source"], r["db"], r["tbl"])
         position = position_of(r)
         sql = control_sql(r)
         origin = upstream_origin(r)
         channel = f"{r['topic']}[{r['partition']}]"
-        if self.moves and self.moves.take(shard, sql, position):
-            return  # a move's: recorded, queued or deferred (streaming.moving)
+        if self.moves and not taken and self.moves.take(_as_dict(r), position):
+            return  # a move's: recorded, queued, deferred or waiting (streaming.moving)
         if self.c.resent(shard, sql, origin, channel):
             # The rows sent again with it are older than its shard's last DDL: they are
             # written under the plan of their own position, like any late row.
@@ -581,6 +597,11 @@ def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:
             shadows.setdefault(shard, []).append((position, texts[(shard, fp_text)]))
     caught_sources = {s for s, all_caught in sources.items() if all_caught}
     return FirstRows(shards, prints, shadows, caught_sources, keysets, twice)
+
+
+def _as_dict(r: Any) -> dict[str, Any]:
+    """A control event as a dict of its columns (kept in the state by a move)."""
+    return r if isinstance(r, dict) else dict(r.asDict())
 
 
 def _repeated(names: tuple[str, ...]) -> str:

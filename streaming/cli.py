@@ -212,10 +212,23 @@ def _move(args: argparse.Namespace) -> int:
         print(f"{p(move_id):16} {prog['state']:10} {p(frozen):40} {prog['switched_at'] or '-'}")
         for why in unmet.get(move_id, []):
             print(f"{'':4}waits: {p(why)}")
-        for key, label in (("queued", "queued statement"), ("deferred", "deferred statement")):
-            for shard, sql, _ in saved.get(key, {}).get(move_id, []):
-                print(f"{'':4}{label} of {p(shard)}: {p(sql)}")
+        for key in ("queued", "deferred"):
+            for r in saved.get(key, {}).get(move_id, []):
+                print(f"{'':4}{key} statement of {_kept(r)}")
+    pending = saved.get("pending", [])
+    if pending:
+        print("statements waiting for their source's marker watermark (heartbeat rows):")
+        for r in pending:
+            print(f"  {_kept(r)}")
     return 0
+
+
+def _kept(r: dict[str, Any]) -> str:
+    """A control event a move keeps (its columns, as the state saves them), printable."""
+    from shardmerge.printable import printable as p
+
+    sql = r["ddl"] if r["op"] == "ddl" else "TRUNCATE"
+    return f"{p(r['source'])}.{p(r['db'])}.{p(r['tbl'])}: {p(sql)}"
 
 
 def _history(args: argparse.Namespace) -> int:

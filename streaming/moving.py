@@ -40,11 +40,12 @@ from coordinator.moves import Move, MoveCommand, MoveError, Moves, SwitchFacts, 
 from coordinator.routing import Route, Router
 from coordinator.rowplan import RowPlan
 from coordinator.state import restore, snapshot
+from streaming.control import control_sql, position_of
 from streaming.move_keys import image_predicate
 from streaming.plan import NO_MOVED, Planner, Segment
 from streaming.quoting import string
 
-__all__ = ["MOVE_BEHIND", "MOVE_KEEP", "MOVE_QUEUE", "MoveKeeper"]
+__all__ = ["MOVE_BEHIND", "MOVE_KEEP", "MOVE_QUEUE", "MOVE_WAIT", "MoveKeeper"]
 
 log = logging.getLogger("shardmerge.moves")
 
@@ -54,6 +55,10 @@ MOVE_KEEP = -2  # `from`'s moved keys' rows after its freeze: discarded at the s
 # A split's `from` rows of the keys that stay, behind a TRUNCATE/DROP/RENAME the move
 # deferred: replayed after it, at the switch (or the abort).
 MOVE_BEHIND = -3
+# Rows of a moving shard beyond its source's marker watermark: not classified yet. Every
+# batch reads them again with its own rows (``MoveKeeper.rereads``) and classifies them
+# with what it knows then.
+MOVE_WAIT = -4
 
 
 class Host(Protocol):
@@ -68,10 +73,18 @@ class Host(Protocol):
 
     def release(self, d: Release) -> None: ...
 
+    def replay_control(self, r: dict[str, Any], planner: Planner) -> None: ...
+
+    def dead_control(self, r: dict[str, Any], why: str) -> None: ...
+
 
 def _copy_coordinator(m: Move) -> Coordinator:
     route = Route(TargetId("_move", m.id), m.to.source, m.to.db, m.to.table)
     return Coordinator(Router((route,)), default=TargetConfig("pessimistic"))
+
+
+def _shard(r: dict[str, Any]) -> ShardId:
+    return ShardId(r["source"], r["db"], r["tbl"])
 
 
 class MoveKeeper:
@@ -81,10 +94,16 @@ class MoveKeeper:
         self.router = router
         self.moves = Moves(moves)
         self.copies = {m.id: _copy_coordinator(m) for m in self.moves.moves.values()}
-        # `to`'s statements after its switch marker, and `from`'s table-level statements
-        # after its freeze: [shard, sql, position] each, run at the switch (or the abort).
-        self.queued: dict[str, list[list[Any]]] = {}
-        self.deferred: dict[str, list[list[Any]]] = {}
+        # Control events (as dicts of the event's columns) kept for later: ``to``'s after
+        # its switch marker and ``from``'s table-level ones after its freeze, run at the
+        # switch (or the abort); and, in the order read, those that cannot be classified
+        # yet (beyond their source's marker watermark).
+        self.queued: dict[str, list[dict[str, Any]]] = {}
+        self.deferred: dict[str, list[dict[str, Any]]] = {}
+        self.pending: list[dict[str, Any]] = []
+        # Per source, the position of the newest marker row read: every marker row of the
+        # source before it has been read (the marker table's topic is read in order).
+        self.watermark: dict[str, Position] = {}
         # The unmet preconditions of each waiting switch (shown on the target's lock).
         self.unmet: dict[str, list[str]] = {}
         if saved:
@@ -97,6 +116,8 @@ class MoveKeeper:
                 self.copies.pop(move_id, None)
             self.queued = {k: list(v) for k, v in saved.get("queued", {}).items()}
             self.deferred = {k: list(v) for k, v in saved.get("deferred", {}).items()}
+            self.pending = list(saved.get("pending", []))
+            self.watermark = dict(saved.get("watermark", {}))
             self.unmet = {k: list(v) for k, v in saved.get("unmet", {}).items()}
 
     def __bool__(self) -> bool:
@@ -113,6 +134,8 @@ class MoveKeeper:
             "switched": sorted(m for m in self.moves.moves if m not in self.copies),
             "queued": self.queued,
             "deferred": self.deferred,
+            "pending": self.pending,
+            "watermark": self.watermark,
             "unmet": self.unmet,
         }
 
@@ -129,31 +152,85 @@ class MoveKeeper:
             )
         return " OR ".join(parts) if parts else "false"
 
+    def rereads(self) -> bool:
+        """Whether rows may wait for a watermark (:data:`MOVE_WAIT`): the batch reads them
+        again with its own. Only while a move copies or is frozen without its switch
+        marker: then a side's events beyond its source's watermark are not classified."""
+        return any(p.state in ("copying", "frozen") for p in self.moves.progress.values())
+
     # --- step 5 ---------------------------------------------------------------------------
 
-    def marker(self, r: Any, position: Position) -> None:
-        """One marker row (an event of the marker table: insert, update or snapshot read)."""
-        shard = ShardId(r["source"], r["db"], r["tbl"])
+    def marker(self, r: Any, position: Position, host: Host) -> None:
+        """One marker row (an event of the marker table: insert, update or snapshot read).
+        One that does not fit the declared moves is a dead letter with the reason."""
+        shard = _shard(r)
+        if self.watermark.get(shard.source) is None or position > self.watermark[shard.source]:
+            self.watermark[shard.source] = position
         if r["after"] is None:
             return  # a marker row deleted: the copy tool cleaning up
         try:
             row = json.loads(r["after"])
-        except ValueError as e:
-            raise MoveError(f"marker row of {shard} is no JSON object: {e}") from e
-        if not isinstance(row, dict):
-            raise MoveError(f"marker row of {shard} is no JSON object: {r['after']!r}")
-        move_id = self.moves.marker(shard, row, position)
+            if not isinstance(row, dict):
+                raise MoveError(f"marker row of {shard} is no JSON object: {r['after']!r}")
+            move_id = self.moves.marker(shard, row, position)
+        except (ValueError, MoveError) as e:
+            log.error("marker row of %s at %s refused: %s", shard, position, e)
+            host.dead_control(_as_dict(r), f"marker row refused: {e}")
+            return
         if move_id is not None:
             log.info(
                 "move %s: %s marker read on %s at %s (now %s)",
                 move_id, row.get("phase"), shard, position, self.moves.state(move_id),
             )  # fmt: skip
 
-    def take(self, shard: ShardId, sql: str, position: Position) -> bool:
-        """A statement of ``shard``: True when a move took it (the job's coordinator must
-        not see it)."""
+    def uncertain(self, shard: ShardId, position: Position, sql: str) -> bool:
+        """Whether a statement of ``shard`` at ``position`` cannot be classified yet: its
+        side's marker is not read and its source's watermark is not past it (``to``'s
+        switch marker: every statement of ``to``; ``from``'s freeze, while the move
+        copies: a TRUNCATE, DROP or RENAME TABLE, deferred after the freeze)."""
+        mark = self.watermark.get(shard.source)
+        if mark is not None and position <= mark:
+            return False
+        for m in self.moves.moves_of(shard):
+            p = self.moves.progress[m.id]
+            if p.state in ("switched", "aborted"):
+                continue
+            if _real(shard) == m.to and p.switched_at is None:
+                return True
+            if (
+                _real(shard) in m.sources
+                and p.state == "copying"
+                and shard.source not in p.frozen
+                and event_kind(sql) == "table"
+            ):
+                return True
+        return False
+
+    def started(self, shard: ShardId) -> None:
+        """An event of ``shard`` was read: a move whose ``to`` it is copies from now on."""
+        for m in self.moves.moves_of(shard):
+            if _real(shard) == m.to and self.moves.progress[m.id].state == "declared":
+                self.moves.progress[m.id].state = "copying"
+
+    def take(self, r: dict[str, Any], position: Position) -> bool:
+        """A statement (``r``: the control event): True when a move took it (the job's
+        coordinator must not see it now)."""
+        shard = _shard(r)
         if self.moves.is_marker(shard):
             return True  # the marker table's own DDL: nothing downstream
+        if not self.moves.moves_of(shard):
+            return False
+        self.started(shard)
+        behind = any(_real(_shard(q)) == _real(shard) for q in self.pending)
+        if behind or self.uncertain(shard, position, control_sql(r)):
+            log.info("%s's statement waits for its source's move markers: %s", shard, r["ddl"])
+            self.pending.append(r)
+            return True
+        return self._classified(r, position)
+
+    def _classified(self, r: dict[str, Any], position: Position) -> bool:
+        shard = _shard(r)
+        sql = control_sql(r)
         c = self.moves.classify(shard, position, event_kind(sql))
         if c.move is None:
             return False
@@ -162,9 +239,9 @@ class MoveKeeper:
             case "record":
                 self.copies[c.move].on_ddl(shard, sql, position)
             case "queue":
-                self.queued.setdefault(c.move, []).append([str(shard), sql, position])
+                self.queued.setdefault(c.move, []).append(r)
             case "defer":
-                self.deferred.setdefault(c.move, []).append([str(shard), sql, position])
+                self.deferred.setdefault(c.move, []).append(r)
             case "drop":
                 log.info("move %s: %s's statement dropped (%s): %s", c.move, shard, c.reason, sql)
             case _:
@@ -172,6 +249,29 @@ class MoveKeeper:
         if c.action != "drop":
             log.info("move %s: %s's statement %s (%s): %s", c.move, shard, c.action, c.reason, sql)
         return True
+
+    def settle(self, host: Host, planner: Planner) -> None:
+        """After each control event: statements that waited for the markers and can be
+        classified now, in order; an aborted move's deferred statements; then every
+        switch whose preconditions hold."""
+        waiting: set[ShardId] = set()
+        still = []
+        for r in self.pending:
+            shard, position = _shard(r), position_of(r)
+            if _real(shard) in waiting or self.uncertain(shard, position, control_sql(r)):
+                waiting.add(_real(shard))
+                still.append(r)
+            elif not self._classified(r, position):
+                host.replay_control(r, planner)
+        self.pending = still
+        for m in self.moves.moves.values():
+            if self.moves.progress[m.id].state == "aborted" and m.id in self.deferred:
+                target = self._target(m)
+                for r in self.deferred.pop(m.id):
+                    host.replay_control(r, planner)
+                for s in m.sources:
+                    host.release(Release(target, s, MOVE_BEHIND))
+        self.try_switches(host, planner)
 
     def facts(self, m: Move, c: Coordinator) -> SwitchFacts:
         p = self.moves.progress[m.id]
@@ -196,6 +296,11 @@ class MoveKeeper:
         for move_id in self.moves.pending_switches():
             m = self.moves.get(move_id)
             unmet = self.moves.can_switch(move_id, self.facts(m, host.c))
+            if any(_real(_shard(r)) in (*m.sources, m.to) for r in self.pending):
+                unmet.append(
+                    f"move {m.id}: a statement of its tables waits for the marker "
+                    "watermark of its source (heartbeat rows in the marker table move it)"
+                )
             if unmet != self.unmet.get(move_id):
                 for why in unmet:
                     log.warning("move %s: the switch waits: %s", move_id, why)
@@ -203,10 +308,14 @@ class MoveKeeper:
             if not unmet:
                 self.switch(m, host, planner)
 
-    def switch(self, m: Move, host: Host, planner: Planner) -> None:
+    def _target(self, m: Move) -> TargetId:
         target = self.router.target(m.to)
         if target is None:
             raise MoveError(f"move {m.id}: to {m.to} routes to no target")
+        return target
+
+    def switch(self, m: Move, host: Host, planner: Planner) -> None:
+        target = self._target(m)
         to = self.copies[m.id].shard_state(m.to)
         assert to is not None  # can_switch checked that it exists
         p = self.moves.progress[m.id]
@@ -227,38 +336,39 @@ class MoveKeeper:
         self.unmet.pop(m.id, None)
         del self.copies[m.id]
         host.release(Release(target, m.to, MOVE_QUEUE))
-        for shard, sql, position in [*self.queued.pop(m.id, []), *self.deferred.pop(m.id, [])]:
-            host.run_decisions(host.c.on_ddl(ShardId.parse(shard), sql, position))
+        for r in [*self.queued.pop(m.id, []), *self.deferred.pop(m.id, [])]:
+            host.replay_control(r, planner)
         if m.keys is not None:
             for s in m.sources:
                 host.release(Release(target, s, MOVE_BEHIND))
 
     def command(self, cmd: MoveCommand, host: Host) -> None:
-        """``move abort ID``: ``from`` stays home; its rows and statements kept since the
-        freeze apply in order; ``to``'s queued ones are dropped, and its later ones too."""
+        """``move abort ID``: ``from`` stays home; its rows kept since the freeze and those
+        waiting for the watermark apply in order (its deferred statements at step 5:
+        :meth:`settle`); ``to``'s queued and waiting ones are dropped, and its later ones
+        too."""
         m = self.moves.get(cmd.move)
         self.moves.abort(m.id)
-        target = self.router.target(m.to)
-        if target is None:
-            raise MoveError(f"move {m.id}: to {m.to} routes to no target")
+        target = self._target(m)
         log.warning("move %s aborted by the operator: %s stays home", m.id, ", ".join(
             map(str, m.sources)))  # fmt: skip
         host.discard_stashed(target, m.to, MOVE_QUEUE)
+        host.discard_stashed(target, m.to, MOVE_WAIT)
         self.queued.pop(m.id, None)
         self.unmet.pop(m.id, None)
         for s in m.sources:
             host.release(Release(target, s, MOVE_KEEP))
-        for shard, sql, position in self.deferred.pop(m.id, []):
-            host.run_decisions(host.c.on_ddl(ShardId.parse(shard), sql, position))
-        for s in m.sources:
-            host.release(Release(target, s, MOVE_BEHIND))
+            host.release(Release(target, s, MOVE_WAIT))
 
     # --- the row plan ---------------------------------------------------------------------
 
     def plan(self, planner: Planner, c: Coordinator) -> None:
         """The planner's segments with the moves' fates: each segment of a moving shard
-        cut at its side's marker (see the module docstring); a split's ``from`` segments
-        after its freeze in two, the rows whose key moves and the others."""
+        cut at its side's marker, or at its source's watermark while the marker is not
+        read (see the module docstring); a split's ``from`` segments after its freeze in
+        two, the rows whose key moves and the others."""
+        for seg in planner.segments:
+            self.started(seg.shard)  # `to`'s first rows
         planner.moved = self.moved_sql(c)
         out: list[Segment] = []
         for seg in planner.segments:
@@ -296,7 +406,7 @@ class MoveKeeper:
             else RowRoute("hold", target, MOVE_KEEP, reason=f"move {m.id}: kept")
         )
         out = _cut(moved, frozen, None, later)
-        behind = [pos for shard, _, pos in self.deferred.get(m.id, []) if shard == str(seg.shard)]
+        behind = [position_of(r) for r in self.deferred.get(m.id, []) if _shard(r) == seg.shard]
         if behind:
             why = f"move {m.id}: behind a statement deferred to the switch"
             out += _cut(stays, behind[0], None, RowRoute("hold", target, MOVE_BEHIND, reason=why))
@@ -308,9 +418,18 @@ class MoveKeeper:
         for m in self.moves.moves.values():
             p = self.moves.progress[m.id]
             target = self.router.target(m.to)
+            wait = RowRoute("hold", target, MOVE_WAIT, reason=f"move {m.id}: beyond the watermark")
+            mark = self.watermark.get(seg.shard.source)
             if seg.shard == m.to:
-                if p.state == "aborted" or p.switched_at is None:
-                    return [_with(seg, RowRoute("drop", target, reason=f"move {m.id}"))]
+                if p.state == "aborted":
+                    return [_with(seg, RowRoute("drop", target, reason=f"move {m.id} aborted"))]
+                if p.switched_at is None:
+                    # Up to the watermark, before the switch marker: the copy, never
+                    # written; beyond it, not known yet.
+                    shadow = RowRoute("drop", target, reason=f"move {m.id}: the copy")
+                    if mark is None:
+                        return [_with(seg, wait)]
+                    return _cut(seg, mark, shadow, wait)
                 later = (
                     seg.plan.route
                     if p.state == "switched"
@@ -319,6 +438,9 @@ class MoveKeeper:
                 return _cut(seg, p.switched_at, RowRoute("drop", target), later)
             if seg.shard in m.sources and p.state != "aborted":
                 frozen = p.frozen.get(seg.shard.source)
+                if frozen is None and p.state == "copying":
+                    # Beyond the watermark the freeze may have come already: not known yet.
+                    return [_with(seg, wait)] if mark is None else _cut(seg, mark, None, wait)
                 if frozen is None:
                     continue
                 if m.keys is not None:
@@ -351,6 +473,15 @@ class MoveKeeper:
                 lock["stage"] = "waiting"
             lock["moves"] = unmet
         return out
+
+
+def _real(shard: ShardId) -> ShardId:
+    """The table an online-DDL shadow table is of (the shard itself otherwise)."""
+    return shard.with_table(Router.shadow_origin(shard.table) or shard.table)
+
+
+def _as_dict(r: Any) -> dict[str, Any]:
+    return r if isinstance(r, dict) else dict(r.asDict())
 
 
 def _with(seg: Segment, route: RowRoute) -> Segment:

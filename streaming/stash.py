@@ -84,6 +84,25 @@ class Stash:
             .drop("_rtarget", "_rs", "_rd", "_rt", "_rversion", "_until", "_rproject")
         )
 
+    def waiting(self, version: int, batch: int) -> DataFrame:
+        """The rows earlier batches held under table version ``version`` (rows a move
+        could not classify yet), as the batch's events (``_okey`` included): the batch
+        classifies them again with its own rows, and deletes these copies."""
+        return (
+            self.spark.read.format("delta")
+            .load(self.path)
+            .filter((F.col("version") == int(version)) & (F.col("batch") < int(batch)))
+            .select(
+                *[
+                    F.col(f.name)
+                    if f.name in STASH_COLUMNS
+                    else F.lit(None).cast(f.dataType).alias(f.name)
+                    for f in EVENT_SCHEMA.fields
+                ]
+            )
+            .withColumn("_okey", F.expr(ORDER_KEY))
+        )
+
     def rename(self, target: str, old: ShardId, new: ShardId, version: int) -> None:
         """The held rows of ``old`` (for ``target``) are ``new``'s from now on: a release of
         the renamed shard replays them. One UPDATE with transaction ``(app_id, version)``."""

@@ -100,6 +100,7 @@ class WriteStep:
     cached: list[DataFrame]
     caught: list[Any]
     first: Any  # streaming.batch.FirstRows
+    reread: DataFrame | None  # stash rows read again as the batch's (streaming.moving)
 
     def next_version(self, what: str = "write") -> int:
         raise NotImplementedError
@@ -426,15 +427,23 @@ class WriteStep:
                 frame = frame.unionByName(part)
             append(frame, self.p.settings.dead_letters(), self.p.app_id, dead_version)
         crash_point("after_release")
+        gone = []  # stash rows whose copies leave the stash
         if released is not None:
-            crash_point("before_stash_delete")
             # Replayed rows leave the stash; those ahead of a further DDL stay.
             keep = released
             if all_waits:
                 keep = released.join(
                     F.broadcast(self.waits_frame(all_waits)), ["source", "db", "tbl"], "left"
                 ).filter("_wait IS NULL OR _okey < _wait")
-            self.stash.delete(keep, self.batch, delete_version)
+            gone.append(keep.select(*KEY))
+        if self.reread is not None:
+            # Rows a move let wait, read again as this batch's: written, dropped or stashed
+            # again above (streaming.moving).
+            gone.append(self.reread.select(*KEY))
+        if gone:
+            crash_point("before_stash_delete")
+            keys = gone[0] if len(gone) == 1 else gone[0].unionByName(gone[1])
+            self.stash.delete(keys, self.batch, delete_version)
 
     def truncate(self, target: TargetId, path: str, version: int) -> None:
         """One DELETE of the downstream rows of every shard of ``target`` that ran

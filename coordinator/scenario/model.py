@@ -141,8 +141,12 @@ class Scenario(_Strict):
     steps: list[Step] = Field(default_factory=list)
     expect: Expect | None = None
     moves: list[MoveSettings] = Field(default_factory=list)
+    # Whether the copy tool writes heartbeat rows in the marker tables (after each copy
+    # step and, on the spark engine, before the job catches up): false leaves the job's
+    # marker watermark to the freeze and switch markers (docs/moves.md).
+    heartbeats: bool = True
     # The engines the file runs on; a file for some engines only is reported as skipped
-    # by the others (moves run on the memory engine only for now).
+    # by the others.
     engines: list[Engine] = Field(default_factory=lambda: list(ENGINES), min_length=1)
     path: str = ""
 

@@ -210,6 +210,7 @@ class MoveDriver:
             e.upstream,
             lambda shard, sql: e.ddl(shard, sql, position),
             lambda event: e.row(event, position),
+            heartbeats=e.scenario.heartbeats,
         )
 
     # --- observing -------------------------------------------------------------------
@@ -266,11 +267,13 @@ class CopyTool:
         sql: Callable[[ShardId, str], None],
         row: Callable[[RowEvent], None],
         prefix: str = "",
+        heartbeats: bool = True,
     ) -> None:
         self.upstream = upstream
         self.sql = sql
         self.row = row
         self.prefix = prefix
+        self.heartbeats = heartbeats
 
     def copy(self, m: Move) -> None:
         """Bring ``to`` to ``from``'s current rows of the moved keys: the first copy
@@ -310,12 +313,17 @@ class CopyTool:
                 self.row(up.update(m.to, dict(zip(pk, key, strict=True)), image))
         for key in [k for k in to.rows if k not in want]:
             self.row(up.delete(m.to, dict(zip(pk, key, strict=True))))
+        # As a copy tool writes them while a move runs (every second, say): a heartbeat
+        # row on each side's source moves the job's marker watermark past the copy.
+        if self.heartbeats:
+            self.marker(m, "heartbeat")
 
     def marker(self, m: Move, phase: str) -> None:
         """``frozen``: a marker row on every ``from`` source; ``switched``: one on ``to``'s
-        source (each in its side's database; the marker table created when missing)."""
+        source; ``heartbeat``: one on every side's source (each in its side's database;
+        the marker table created when missing)."""
         up = self.upstream
-        sides = list(m.sources) if phase == "frozen" else [m.to]
+        sides = {"frozen": list(m.sources), "switched": [m.to]}.get(phase, [*m.sources, m.to])
         places = {s.source: s for s in reversed(sides)}  # one per source: its first shard
         for s in sorted(places.values(), key=lambda s: sides.index(s)):
             marker = s.with_table(m.marker)

@@ -147,14 +147,20 @@ def test_move_show_and_abort_against_a_saved_state(
     waits = ["move m1: s9.db_9.orders_23 does not have the schema \x1b[2J"]
     moves = {
         "progress": progress, "unmet": {"m1": waits},
-        "deferred": {"m1": [["s3.db_3.orders_7", "TRUNCATE TABLE orders_7", None]]},
+        "deferred": {"m1": [{"source": "s3", "db": "db_3", "tbl": "orders_7", "op": "t",
+                             "ddl": None}]},
+        "pending": [{"source": "s9", "db": "db_9", "tbl": "orders_23", "op": "ddl",
+                     "ddl": "ALTER TABLE orders_23 ADD c INT"}],
     }  # fmt: skip
     StateStore(None, checkpoint).save(4, {"batch": 4, "locks": [], "stats": {}, "moves": moves})
     assert main(["move", "show", "--config", str(config)]) == 0
     out = capsys.readouterr().out
     assert "m1" in out and "switching" in out and "mysql-bin.000003" in out
     assert "waits: move m1: s9.db_9.orders_23 does not have the schema \\x1b[2J" in out
-    assert "deferred statement of s3.db_3.orders_7: TRUNCATE TABLE orders_7" in out
+    assert "deferred statement of s3.db_3.orders_7: TRUNCATE" in out
+    assert (
+        "watermark (heartbeat rows):\n  s9.db_9.orders_23: ALTER TABLE orders_23 ADD c INT" in out
+    )
     assert main(["move", "abort", "--config", str(config), "m2"]) == 2
     assert "move m2 is switched" in capsys.readouterr().err
     assert main(["move", "abort", "--config", str(config), "m9"]) == 2
