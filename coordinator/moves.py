@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -36,6 +36,9 @@ from schemas.lattice import diff
 from schemas.model import TableSchema
 from schemas.render import alter_sql
 from shardmerge.errors import ShardMergeError
+
+if TYPE_CHECKING:
+    from coordinator.coordinator import Coordinator
 
 __all__ = [
     "DEFAULT_MARKER",
@@ -51,7 +54,9 @@ __all__ = [
     "SwitchFacts",
     "check_moves",
     "event_kind",
+    "lock_views",
     "parse_move_command",
+    "switch_facts",
     "table_kind",
 ]
 
@@ -622,3 +627,45 @@ class Moves:
 
     def summary(self) -> dict[str, str]:
         return {m: p.state for m, p in self.progress.items()}
+
+
+def switch_facts(moves: Moves, m: Move, c: Coordinator, copy: Coordinator) -> SwitchFacts:
+    """What :meth:`Moves.can_switch` needs, read from an engine's coordinator ``c`` and the
+    move's own ``copy`` coordinator (``to``'s recorded schema and shadow tables)."""
+    p = moves.progress[m.id]
+    held: dict[ShardId, Position] = {}
+    for s in m.sources:
+        st = c.shard_state(s)
+        if st is None or not (st.held or st.awaiting is not None):
+            continue
+        at = st.pending[0].position if st.pending else st.awaiting
+        frozen = p.frozen.get(s.source)
+        if at is None or frozen is None or at < frozen:
+            held[s] = at
+    to = copy.shard_state(m.to)
+    schemas = {s: (st.schema if (st := c.shard_state(s)) else None) for s in m.sources}
+    schemas[m.to] = to.schema if to is not None else None
+    return SwitchFacts(held, [*c.ghosts, *copy.ghosts], schemas)
+
+
+def lock_views(
+    locks: list[dict[str, Any]], moves: Moves, unmet: Mapping[str, list[str]], router: Router
+) -> list[dict[str, Any]]:
+    """The lock views (``shardmerge locks``' dicts) with each waiting switch's ``to`` shown
+    as held, its ``unmet`` preconditions under ``moves``: stage ``conflict`` when only an
+    operator or a fix of the copy can end the wait, else at least ``waiting``."""
+    out = [dict(lock) for lock in locks]
+    for move_id, why in unmet.items():
+        m = moves.get(move_id)
+        target = str(router.target(m.to))
+        lock = next((x for x in out if x["target"] == target), None)
+        if lock is None or not why:
+            continue
+        lock["blocked"] = sorted({*lock["blocked"], str(m.to)})
+        # A schema difference ends by itself while `from` is held or migrating.
+        if all("schema" in u or "does not exist" in u for u in why):
+            lock["stage"] = "conflict"
+        elif lock["stage"] == "none":
+            lock["stage"] = "waiting"
+        lock["moves"] = why
+    return out

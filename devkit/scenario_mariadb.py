@@ -37,8 +37,10 @@ from typing import Any
 from coordinator.ids import ShardId
 from coordinator.routing import Router, TableKind
 from coordinator.scenario.model import Scenario, ScenarioFileError, Step
+from coordinator.scenario.moving import CopyTool
 from coordinator.scenario.observe import Observation, row_key
 from coordinator.scenario.runner import ScenarioResult
+from coordinator.scenario.upstream import RowEvent
 from coordinator.scenario.values import fill_value
 from devkit import ghost_binary
 from devkit.scenario_spark import SparkScenarioSession, _Run, run_in_session
@@ -75,14 +77,40 @@ def dml_sql(table: str, step: Step) -> tuple[str, list[Any]]:
     raise ValueError(f"not a DML step: {step}")
 
 
+def _names(scenario: Scenario) -> list[str]:
+    """Every shard a file names: its tables, its steps' and its moves' sides."""
+    moved = [name for m in scenario.moves for name in (*m.from_, m.to)]
+    return [*scenario.shards, *(s.shard for s in scenario.steps if s.shard), *moved]
+
+
 def scenario_sources(scenario: Scenario) -> list[str]:
-    names = [*scenario.shards, *(s.shard for s in scenario.steps if s.shard)]
-    return sorted({ShardId.parse(n).source for n in names})
+    return sorted({ShardId.parse(n).source for n in _names(scenario)})
 
 
 def scenario_dbs(scenario: Scenario) -> list[str]:
-    names = [*scenario.shards, *(s.shard for s in scenario.steps if s.shard)]
-    return sorted({ShardId.parse(n).db for n in names})
+    return sorted({ShardId.parse(n).db for n in _names(scenario)})
+
+
+def event_sql(e: RowEvent) -> tuple[str, list[Any]]:
+    """The statement of a row change the upstream model made (the copy tool's): by the
+    table's primary key (every column without one)."""
+    table = quote(e.shard.table)
+    if e.op == "insert":
+        assert e.after is not None
+        cols = list(e.after)
+        names = ", ".join(quote(c) for c in cols)
+        marks = ", ".join(["%s"] * len(cols))
+        return f"INSERT INTO {table} ({names}) VALUES ({marks})", [e.after[c] for c in cols]
+    assert e.before is not None
+    key = list(e.schema.primary_key) if e.schema.primary_key else list(e.before)
+    where = " AND ".join(f"{quote(c)} <=> %s" for c in key)
+    lowered = {k.lower(): v for k, v in e.before.items()}
+    params = [lowered[c.lower()] for c in key]
+    if e.op == "delete":
+        return f"DELETE FROM {table} WHERE {where}", params
+    assert e.after is not None
+    sets = ", ".join(f"{quote(c)} = %s" for c in e.after)
+    return f"UPDATE {table} SET {sets} WHERE {where}", [*e.after.values(), *params]
 
 
 class MariaDbScenarioSession(SparkScenarioSession):
@@ -254,7 +282,7 @@ class _MariaRun(_Run):
             )
 
     def step(self, step: Step) -> Iterator[None]:
-        if step.kind in ("operator", "expect"):
+        if step.kind in ("operator", "expect", "copy", "freeze", "switch"):
             yield from super().step(step)
             return
         shard = ShardId.parse(step.shard or "")
@@ -281,6 +309,21 @@ class _MariaRun(_Run):
         else:
             self.upstream.step(shard, step)  # an impossible step is an invalid file
             self.execute(shard, *dml_sql(shard.table, step))
+
+    def copy_tool(self) -> CopyTool:
+        """The copy tool of a move as SQL on the servers (its tables, copied rows and
+        marker rows), as a real one runs it; Debezium captures it like any change."""
+
+        def sql(shard: ShardId, text: str) -> None:
+            self.space(shard.source)
+            self.execute(shard, text)
+            self.last_ddl = (shard.source, time.time())
+
+        def row(event: RowEvent) -> None:
+            self.space(event.shard.source)
+            self.execute(event.shard, *event_sql(event))
+
+        return CopyTool(self.upstream, sql, row, self.names.tag, self.scenario.heartbeats)
 
     def cut_over_of(self, shard: ShardId, step: Step) -> ShardId | None:
         """The shadow of a real gh-ost migration whose cut-over RENAME ``step`` is."""
@@ -508,13 +551,37 @@ class _MariaRun(_Run):
         names = {
             getattr(extract, f): f for f in ("source_column", "db_column", "table_column")
         } if extract else {}  # fmt: skip
-        now = [r for source in self.sources for r in self.read_rows(source, self.dbs)]
+        now = self.moved([r for source in self.sources for r in self.read_rows(source, self.dbs)],
+                         seen)  # fmt: skip
         key = list(seen.schema.primary_key)
         rows: dict[Any, dict[str, Any]] = {}
         for i, (shard, row) in enumerate([*self.dropped_rows, *now]):
             out = self.project(row, shard, seen, names)
             rows[tuple(repr(out.get(k)) for k in key) if key else i] = out
         return list(rows.values())
+
+    def moved(
+        self, rows: list[tuple[ShardId, dict[str, Any]]], seen: Observation
+    ) -> list[tuple[ShardId, dict[str, Any]]]:
+        """The rows of the target's home tables: no marker table's; a move's ``to`` is no
+        home before its switch (its rows are the copy); after it, ``from``'s rows of the
+        moved keys are leftovers the copy tool has not cleaned up yet (their home is
+        ``to``)."""
+        moves = [m.move() for m in self.scenario.moves]
+        out = []
+        for shard, row in rows:
+            if any(shard.table == m.marker for m in moves):
+                continue
+            home = True
+            for m in moves:
+                switched = seen.moves.get(m.id) == "switched"
+                if shard == m.to and not switched:
+                    home = False
+                if shard in m.sources and switched and m.moves_row(row):
+                    home = False
+            if home:
+                out.append((shard, row))
+        return out
 
     @staticmethod
     def project(

@@ -36,7 +36,15 @@ from typing import Any, Protocol
 from coordinator.coordinator import Coordinator, RowRoute, TargetConfig
 from coordinator.decisions import Decision, Release
 from coordinator.ids import Position, ShardId, TargetId
-from coordinator.moves import Move, MoveCommand, MoveError, Moves, SwitchFacts, event_kind
+from coordinator.moves import (
+    Move,
+    MoveCommand,
+    MoveError,
+    Moves,
+    event_kind,
+    lock_views,
+    switch_facts,
+)
 from coordinator.routing import Route, Router
 from coordinator.rowplan import RowPlan
 from coordinator.state import restore, snapshot
@@ -273,29 +281,13 @@ class MoveKeeper:
                     host.release(Release(target, s, MOVE_BEHIND))
         self.try_switches(host, planner)
 
-    def facts(self, m: Move, c: Coordinator) -> SwitchFacts:
-        p = self.moves.progress[m.id]
-        held: dict[ShardId, Position] = {}
-        for s in m.sources:
-            st = c.shard_state(s)
-            if st is None or not (st.held or st.awaiting is not None):
-                continue
-            at = st.pending[0].position if st.pending else st.awaiting
-            frozen = p.frozen.get(s.source)
-            if at is None or frozen is None or at < frozen:
-                held[s] = at
-        copy = self.copies[m.id]
-        to = copy.shard_state(m.to)
-        schemas = {s: (st.schema if (st := c.shard_state(s)) else None) for s in m.sources}
-        schemas[m.to] = to.schema if to is not None else None
-        return SwitchFacts(held, [*c.ghosts, *copy.ghosts], schemas)
-
     def try_switches(self, host: Host, planner: Planner) -> None:
         """Every move whose switch marker was read switches once its preconditions hold
         (``planner``: the batch's row plan so far)."""
         for move_id in self.moves.pending_switches():
             m = self.moves.get(move_id)
-            unmet = self.moves.can_switch(move_id, self.facts(m, host.c))
+            facts = switch_facts(self.moves, m, host.c, self.copies[m.id])
+            unmet = self.moves.can_switch(move_id, facts)
             if any(_real(_shard(r)) in (*m.sources, m.to) for r in self.pending):
                 unmet.append(
                     f"move {m.id}: a statement of its tables waits for the marker "
@@ -456,23 +448,8 @@ class MoveKeeper:
     # --- observing ------------------------------------------------------------------------
 
     def locks(self, locks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The lock views with each waiting switch's ``to`` shown as held: stage
-        ``conflict`` when only an operator or a fix of the copy can end the wait."""
-        out = [dict(lock) for lock in locks]
-        for move_id, unmet in self.unmet.items():
-            m = self.moves.get(move_id)
-            target = str(self.router.target(m.to))
-            lock = next((x for x in out if x["target"] == target), None)
-            if lock is None or not unmet:
-                continue
-            lock["blocked"] = sorted({*lock["blocked"], str(m.to)})
-            stuck = all("schema" in u or "does not exist" in u for u in unmet)
-            if stuck:
-                lock["stage"] = "conflict"
-            elif lock["stage"] == "none":
-                lock["stage"] = "waiting"
-            lock["moves"] = unmet
-        return out
+        """The lock views with each waiting switch's ``to`` shown as held."""
+        return lock_views(locks, self.moves, self.unmet, self.router)
 
 
 def _real(shard: ShardId) -> ShardId:

@@ -25,7 +25,9 @@ from coordinator.moves import (
     Moves,
     SwitchFacts,
     event_kind,
+    lock_views,
     parse_move_command,
+    switch_facts,
 )
 from coordinator.routing import Route, Router
 from coordinator.scenario.upstream import RowEvent, Upstream, UpstreamError
@@ -38,9 +40,11 @@ if TYPE_CHECKING:
 
 __all__ = ["CopyTool", "MoveDriver"]
 
+# `n` counts the writes of a row: a heartbeat that updates its row changes it, so a real
+# binlog has an event for it (an UPDATE that changes nothing has none).
 MARKER_DDL = (
     "CREATE TABLE {name} (move_id VARCHAR(64) NOT NULL, phase VARCHAR(16) NOT NULL, "
-    "PRIMARY KEY (move_id, phase))"
+    "n BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (move_id, phase))"
 )
 
 
@@ -134,22 +138,7 @@ class MoveDriver:
     # --- the switch ------------------------------------------------------------------
 
     def facts(self, m: Move) -> SwitchFacts:
-        c = self.engine.coordinator
-        p = self.moves.progress[m.id]
-        held: dict[ShardId, Position] = {}
-        for s in m.sources:
-            st = c.shard_state(s)
-            if st is None or not (st.held or st.awaiting is not None):
-                continue
-            at = st.pending[0].position if st.pending else st.awaiting
-            frozen = p.frozen.get(s.source)
-            if at is None or frozen is None or at < frozen:
-                held[s] = at
-        copy = self.copies[m.id]
-        to = copy.shard_state(m.to)
-        schemas = {s: (st.schema if (st := c.shard_state(s)) else None) for s in m.sources}
-        schemas[m.to] = to.schema if to is not None else None
-        return SwitchFacts(held, [*c.ghosts, *copy.ghosts], schemas)
+        return switch_facts(self.moves, m, self.engine.coordinator, self.copies[m.id])
 
     def try_switches(self, position: Position) -> None:
         for move_id in self.moves.pending_switches():
@@ -216,24 +205,8 @@ class MoveDriver:
     # --- observing -------------------------------------------------------------------
 
     def locks(self, locks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The lock views with each waiting switch's ``to`` shown as held: stage
-        ``conflict`` when only an operator or a fix of the copy can end the wait."""
-        out = [dict(lock) for lock in locks]
-        for move_id, unmet in self.unmet.items():
-            m = self.moves.get(move_id)
-            target = str(self.engine.router.target(m.to))
-            lock = next((x for x in out if x["target"] == target), None)
-            if lock is None or not unmet:
-                continue
-            lock["blocked"] = sorted({*lock["blocked"], str(m.to)})
-            # A schema difference ends by itself while `from` is held or migrating.
-            stuck = all("schema" in u or "does not exist" in u for u in unmet)
-            if stuck:
-                lock["stage"] = "conflict"
-            elif lock["stage"] == "none":
-                lock["stage"] = "waiting"
-            lock["moves"] = unmet
-        return out
+        """The lock views with each waiting switch's ``to`` shown as held."""
+        return lock_views(locks, self.moves, self.unmet, self.engine.router)
 
     # --- state -----------------------------------------------------------------------
 
@@ -331,8 +304,9 @@ class CopyTool:
                 sql = MARKER_DDL.format(name=quote(m.marker))
                 up.ddl(marker, sql)
                 self.sql(marker, sql)
-            row = {"move_id": self.prefix + m.id, "phase": phase}
-            if up.table(marker).key_of(row) in up.table(marker).rows:
-                self.row(up.update(marker, row, row))
+            key = {"move_id": self.prefix + m.id, "phase": phase}
+            have = up.table(marker).rows.get(up.table(marker).key_of(key))
+            if have is not None:
+                self.row(up.update(marker, key, {"n": int(have.get("n") or 0) + 1}))
             else:
-                self.row(up.insert(marker, row))
+                self.row(up.insert(marker, {**key, "n": 1}))
