@@ -21,6 +21,7 @@ re-homed once); ``aborted`` from any state before ``switched`` (``from`` stays h
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.routing import Router
 from schemas.lattice import diff
-from schemas.model import TableSchema
+from schemas.model import ColumnType, TableSchema
 from schemas.render import alter_sql
 from shardmerge.errors import ShardMergeError
 
@@ -263,6 +264,33 @@ class Move:
         """Does this row's key move (every key without a ``keys`` predicate)?"""
         predicate = self.predicate
         return predicate is None or (row is not None and predicate(row))
+
+
+def _comparable(a: TableSchema, b: TableSchema) -> tuple[TableSchema, TableSchema]:
+    """``a`` and ``b`` without the charsets and collations one of them does not state: a
+    table read from a snapshot states them (``SHOW CREATE TABLE``), the same table made by
+    a ``CREATE TABLE`` that left them to the server's defaults does not, and the job cannot
+    know those defaults. What both state is compared."""
+
+    def unstated(t: ColumnType, other: ColumnType | None) -> bool:
+        return other is None or t.charset is None or other.charset is None
+
+    def strip(s: TableSchema, other: TableSchema) -> TableSchema:
+        columns = tuple(
+            dataclasses.replace(c, type=dataclasses.replace(c.type, charset=None, collation=None))
+            if unstated(c.type, (o.type if (o := other.column(c.name)) else None))
+            else c
+            for c in s.columns
+        )
+        table = s.charset is None or other.charset is None
+        return dataclasses.replace(
+            s,
+            columns=columns,
+            charset=None if table else s.charset,
+            collation=None if table else s.collation,
+        )
+
+    return strip(a, b), strip(b, a)
 
 
 def check_moves(moves: Sequence[Move], router: Router | None = None) -> list[str]:
@@ -567,7 +595,8 @@ class Moves:
             old = schemas.get(s)
             if old is None:
                 continue  # dropped at the freeze already: nothing to compare with
-            specs = diff(to.renamed(m.to.table), old.renamed(m.to.table))
+            a, b = _comparable(to.renamed(m.to.table), old.renamed(m.to.table))
+            specs = diff(a, b)
             if specs:
                 out.append(
                     f"move {m.id}: {m.to} does not have the schema {s} has at its freeze; "

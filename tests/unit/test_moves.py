@@ -172,6 +172,37 @@ def test_an_unmet_precondition_is_named(facts: SwitchFacts, unmet: str) -> None:
     assert len(got) == 1 and unmet in got[0], got
 
 
+# A snapshot's CREATE (SHOW CREATE TABLE) states charsets; a copy made by a CREATE TABLE
+# that leaves them to the server does not: the same table for the switch.
+STATED = parse_create_table(
+    "CREATE TABLE t (id INT PRIMARY KEY, note VARCHAR(20) CHARACTER SET utf8mb4 "
+    "COLLATE utf8mb4_general_ci) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"
+)
+UNSTATED = parse_create_table("CREATE TABLE t (id INT PRIMARY KEY, note VARCHAR(20))")
+LATIN1 = parse_create_table(
+    "CREATE TABLE t (id INT PRIMARY KEY, note VARCHAR(20) CHARACTER SET latin1) "
+    "DEFAULT CHARSET=utf8mb4"
+)
+LONGER = parse_create_table("CREATE TABLE t (id INT PRIMARY KEY, note VARCHAR(40))")
+
+
+@pytest.mark.parametrize(
+    "old,new,differs",
+    [
+        (STATED, UNSTATED, None),
+        (UNSTATED, STATED, None),
+        (STATED, LATIN1, "CHARACTER SET utf8mb4"),  # both state it, differently
+        (STATED, LONGER, "VARCHAR(20)"),  # the type differs whatever the charset
+    ],
+)
+def test_the_switch_compares_what_both_sides_state(old, new, differs) -> None:
+    got = book().can_switch("m1", SwitchFacts(schemas={FROM: old, TO: new}))
+    if differs is None:
+        assert got == []
+    else:
+        assert len(got) == 1 and differs in got[0], got
+
+
 def test_a_migration_on_another_table_does_not_stop_the_switch() -> None:
     facts = SwitchFacts(migrations=[S("s3.db_3._other_gho")], schemas={FROM: SCHEMA, TO: SCHEMA})
     assert book().can_switch("m1", facts) == []
