@@ -98,36 +98,84 @@ def event_kind(sql: str) -> EventKind:
     return "table" if any(isinstance(c, table_level) for c in changes) else "ddl"
 
 
-MOVE_USAGE = "move abort MOVE_ID"
+MOVE_USAGE = (
+    "move abort MOVE_ID, or move switch MOVE_ID --frozen SOURCE=FILE:POS [--frozen ...] "
+    "--switched FILE:POS"
+)
+# A binlog position an operator gives: (file, position).
+BinlogPosition = tuple[str, int]
+
+
+def binlog_position(at: BinlogPosition) -> Position:
+    """The job's position of an operator's ``FILE:POS`` (``SHOW MASTER STATUS`` once the
+    writes stopped): after every event that starts before it, before every event at or
+    after it (streaming.control.position_of: file, position, row, time, offset)."""
+    return [at[0], at[1], -1, -1, -1]
 
 
 @dataclass(frozen=True)
 class MoveCommand:
     """An operator's command about a move, as a value (stored like an unlock command):
-    ``move abort ID`` (``from`` stays home; docs/moves.md)."""
+    ``move abort ID`` (``from`` stays home), or ``move switch ID`` with the binlog
+    positions of the freeze on each ``from`` source and of the switch on ``to``'s (for a
+    copy tool that cannot write the marker rows; docs/moves.md)."""
 
-    action: Literal["abort"]
+    action: Literal["abort", "switch"]
     move: str
+    frozen: tuple[tuple[str, BinlogPosition], ...] = ()
+    switched: BinlogPosition | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"move": self.move, "action": self.action}
+        return {"move": self.move, "action": self.action, "words": self.words()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MoveCommand:
-        return parse_move_command(f"move {data.get('action')} {data.get('move')}")
+        return parse_move_command(str(data.get("words") or f"move abort {data.get('move')}"))
 
     def words(self) -> str:
-        return f"move {self.action} {self.move}"
+        text = f"move {self.action} {self.move}"
+        text += "".join(f" --frozen {s}={f}:{p}" for s, (f, p) in self.frozen)
+        if self.switched is not None:
+            text += f" --switched {self.switched[0]}:{self.switched[1]}"
+        return text
+
+
+def _binlog(text: str) -> BinlogPosition:
+    file, sep, pos = text.rpartition(":")
+    if not sep or not file or not pos.isdigit():
+        raise MoveError(f"{text!r} is no binlog position FILE:POS (e.g. mysql-bin.000003:1234)")
+    return file, int(pos)
 
 
 def parse_move_command(text: str) -> MoveCommand:
-    """``move abort ID`` (as typed, or in a scenario's ``operator`` step)."""
+    """``move abort ID`` or ``move switch ID --frozen SOURCE=FILE:POS ... --switched
+    FILE:POS`` (as typed, or in a scenario's ``operator`` step)."""
     words = text.split()
-    if len(words) != 3 or words[0] != "move" or words[1] != "abort":
+    if len(words) < 3 or words[0] != "move" or words[1] not in ("abort", "switch"):
         raise MoveError(f"unknown move command {text!r}; expected {MOVE_USAGE}")
     if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", words[2]):
         raise MoveError(f"{words[2]!r} is no move id (letters, digits, _ and -, up to 64)")
-    return MoveCommand("abort", words[2])
+    if words[1] == "abort":
+        if len(words) != 3:
+            raise MoveError(f"move abort takes the move's id only; expected {MOVE_USAGE}")
+        return MoveCommand("abort", words[2])
+    frozen: dict[str, BinlogPosition] = {}
+    switched: BinlogPosition | None = None
+    rest = words[3:]
+    while rest:
+        flag, value, rest = rest[0], (rest[1] if len(rest) > 1 else ""), rest[2:]
+        if flag == "--frozen" and "=" in value:
+            source, _, at = value.partition("=")
+            if source in frozen:
+                raise MoveError(f"--frozen names source {source!r} twice")
+            frozen[source] = _binlog(at)
+        elif flag == "--switched" and value and switched is None:
+            switched = _binlog(value)
+        else:
+            raise MoveError(f"move switch: unexpected {flag!r}; expected {MOVE_USAGE}")
+    if not frozen or switched is None:
+        raise MoveError(f"move switch needs --frozen per from source and --switched: {MOVE_USAGE}")
+    return MoveCommand("switch", words[2], tuple(sorted(frozen.items())), switched)
 
 
 class Kind(enum.Enum):
@@ -610,6 +658,31 @@ class Moves:
         m = self.get(move_id)
         self.progress[m.id].state = "switched"
         return [Rehome(target, m.id, s, m.to, m.keys) for s in m.sources]
+
+    def positions(self, move_id: str, frozen: Mapping[str, Position], switched: Position) -> None:
+        """An operator's freeze and switch positions instead of marker rows: as if each
+        ``from`` source's ``frozen`` marker and ``to``'s ``switched`` marker were read
+        there (``move switch``). Every ``from`` source is named, and a freeze a marker
+        already gave is not moved."""
+        m = self.get(move_id)
+        p = self.progress[m.id]
+        if p.state in ("switched", "aborted", "switching"):
+            raise MoveError(f"move {m.id} is {p.state}: its switch position is set")
+        sources = {s.source for s in m.sources}
+        if set(frozen) != sources:
+            raise MoveError(
+                f"move {m.id}: give the freeze position of every from source "
+                f"({', '.join(sorted(sources))}), not of {', '.join(sorted(frozen)) or 'none'}"
+            )
+        for source, at in frozen.items():
+            if p.frozen.get(source, at) != at:
+                raise MoveError(
+                    f"move {m.id}: {source} froze at {p.frozen[source]} (its marker row), "
+                    f"not at {at}"
+                )
+        p.frozen.update(frozen)
+        p.switched_at = switched
+        p.state = "switching"
 
     def abort(self, move_id: str) -> None:
         m = self.get(move_id)

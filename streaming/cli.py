@@ -170,33 +170,23 @@ def _cancel(args: argparse.Namespace) -> int:
 
 def _move(args: argparse.Namespace) -> int:
     """``move show``: each declared move's state as the latest batch saved it; ``move
-    abort ID``: queue the abort (refused at once when the move cannot be aborted)."""
-    from coordinator.moves import MoveError, parse_move_command
+    abort ID`` and ``move switch ID ...``: queue the command (refused at once when the move
+    cannot take it)."""
     from shardmerge.printable import printable as p
 
     store = _store(args.config)
     latest = store.latest()
     saved = latest[1].get("moves", {}) if latest is not None else {}
     progress = saved.get("progress", {})
-    if args.move_verb == "abort":
-        try:
-            command = parse_move_command(f"move abort {args.id}")
-        except MoveError as e:
-            print(f"refused: {p(str(e))}", file=sys.stderr)
-            return 2
-        state = progress.get(command.move, {}).get("state")
-        if state is None:
-            known = ", ".join(sorted(progress)) or "none"
-            print(
-                f"refused: no move {p(command.move)} in the job's state (moves: {p(known)})",
-                file=sys.stderr,
-            )
-            return 2
-        if state in ("switched", "aborted"):
-            print(f"refused: move {p(command.move)} is {state}", file=sys.stderr)
+    if args.move_verb in ("abort", "switch"):
+        why, command = _move_command(args, progress)
+        if why is not None:
+            print(f"refused: {p(why)}", file=sys.stderr)
             return 2
         command_id = store.submit(command)
-        print(f"queued {command.words()!r} ({command_id}); it takes effect at the next micro-batch")
+        print(
+            f"queued {p(command.words())!r} ({command_id}); it takes effect at the next micro-batch"
+        )
         return 0
     unmet = saved.get("unmet", {})
     if args.json:
@@ -221,6 +211,30 @@ def _move(args: argparse.Namespace) -> int:
         for r in pending:
             print(f"  {_kept(r)}")
     return 0
+
+
+def _move_command(args: argparse.Namespace, progress: dict[str, Any]) -> tuple[str | None, Any]:
+    """The command ``move abort|switch`` asks for, or why it is refused against the latest
+    saved state (an unknown move, one that cannot take it, positions that do not parse)."""
+    import shlex
+
+    from coordinator.moves import MoveError, parse_move_command
+
+    words = f"move {args.move_verb} {shlex.quote(args.id)}"
+    if args.move_verb == "switch":
+        words += "".join(f" --frozen {shlex.quote(f)}" for f in args.frozen or [])
+        words += f" --switched {shlex.quote(args.switched)}" if args.switched else ""
+    try:
+        command = parse_move_command(words)
+    except MoveError as e:
+        return str(e), None
+    state = progress.get(command.move, {}).get("state")
+    if state is None:
+        known = ", ".join(sorted(progress)) or "none"
+        return f"no move {command.move} in the job's state (moves: {known})", None
+    if state in ("switched", "aborted") or (args.move_verb == "switch" and state == "switching"):
+        return f"move {command.move} is {state}", None
+    return None, command
 
 
 def _kept(r: dict[str, Any]) -> str:
@@ -333,6 +347,25 @@ def add_job_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     abort.add_argument("--config", required=True)
     abort.add_argument("id", help="the move's id, as declared under moves:")
     abort.set_defaults(func=_move)
+    switch = move_verbs.add_parser(
+        "switch",
+        help="the freeze and switch positions of a move whose copy tool cannot write the "
+        "marker rows: the switch runs once its preconditions hold",
+    )
+    switch.add_argument("--config", required=True)
+    switch.add_argument("id", help="the move's id, as declared under moves:")
+    switch.add_argument(
+        "--frozen",
+        action="append",
+        metavar="SOURCE=FILE:POS",
+        help="a from source's binlog position once its writes stopped (repeat per source)",
+    )
+    switch.add_argument(
+        "--switched",
+        metavar="FILE:POS",
+        help="to's source's binlog position once the copy caught up, before its first write",
+    )
+    switch.set_defaults(func=_move)
 
     history = verbs.add_parser(
         "history",

@@ -41,6 +41,7 @@ from coordinator.moves import (
     MoveCommand,
     MoveError,
     Moves,
+    binlog_position,
     event_kind,
     lock_views,
     switch_facts,
@@ -335,10 +336,19 @@ class MoveKeeper:
                 host.release(Release(target, s, MOVE_BEHIND))
 
     def command(self, cmd: MoveCommand, host: Host) -> None:
-        """``move abort ID``: ``from`` stays home; its rows kept since the freeze and those
+        """``move switch ID``: the operator's freeze and switch positions, as if the marker
+        rows were read there (the switch runs at step 5 once its preconditions hold).
+        ``move abort ID``: ``from`` stays home; its rows kept since the freeze and those
         waiting for the watermark apply in order (its deferred statements at step 5:
         :meth:`settle`); ``to``'s queued and waiting ones are dropped, and its later ones
         too."""
+        if cmd.action == "switch":
+            assert cmd.switched is not None
+            frozen = {s: binlog_position(at) for s, at in cmd.frozen}
+            self.moves.positions(cmd.move, frozen, binlog_position(cmd.switched))
+            log.warning("move %s: the operator set its freeze %s and switch %s",
+                        cmd.move, frozen, cmd.switched)  # fmt: skip
+            return
         m = self.moves.get(cmd.move)
         self.moves.abort(m.id)
         target = self._target(m)

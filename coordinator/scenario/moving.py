@@ -182,8 +182,12 @@ class MoveDriver:
             self.replay(held)
 
     def command(self, text: str) -> None:
-        """``move abort ID``: the operator's words (as ``shardmerge move abort`` takes)."""
-        self.abort(parse_move_command(text).move)
+        """``move abort ID``: the operator's words (as ``shardmerge move abort`` takes).
+        ``move switch`` names binlog positions, which this engine's events do not have."""
+        cmd = parse_move_command(text)
+        if cmd.action != "abort":
+            raise MoveError(f"{text!r}: the memory engine has no binlog positions; use markers")
+        self.abort(cmd.move)
 
     # --- the copy tool ---------------------------------------------------------------
 

@@ -171,3 +171,18 @@ def test_move_show_and_abort_against_a_saved_state(
     from streaming.state_store import command_of
 
     assert command_of(queued).words() == "move abort m1"
+    switch = ["move", "switch", "--config", str(config), "m1"]
+    assert main([*switch, "--frozen", "s3=bin.000003:120"]) == 2  # no --switched
+    assert "move switch needs --frozen per from source and --switched" in capsys.readouterr().err
+    assert main([*switch, "--frozen", "s3=bin.000003", "--switched", "bin.000007:4"]) == 2
+    assert "'bin.000003' is no binlog position FILE:POS" in capsys.readouterr().err
+    args = ["--frozen", "s3=bin.000003:120", "--switched", "bin.000007:4"]
+    assert main([*switch, *args]) == 2  # m1's switch marker was read
+    assert "move m1 is switching" in capsys.readouterr().err
+    progress["m1"]["state"] = "copying"
+    StateStore(None, checkpoint).save(5, {"batch": 5, "locks": [], "stats": {}, "moves": moves})
+    assert main([*switch, *args]) == 0
+    queued = StateStore(None, checkpoint).inbox()[-1]
+    command = command_of(queued)
+    assert command.words() == "move switch m1 --frozen s3=bin.000003:120 --switched bin.000007:4"
+    assert (command.frozen, command.switched) == ((("s3", ("bin.000003", 120)),), ("bin.000007", 4))

@@ -209,3 +209,26 @@ def test_after_the_end_of_a_move_nothing_waits(state: str) -> None:
     k.moves.progress["m1"].state = state  # type: ignore[assignment]
     assert not k.rereads()
     assert not k.uncertain(TO, pos(99), "ALTER TABLE orders_23 ADD c INT")
+
+
+def test_an_operators_switch_positions_stand_for_the_markers() -> None:
+    from coordinator.moves import MoveCommand, MoveError, parse_move_command
+
+    host, k = Host(), keeper()
+    k.take(event(TO, 10, ddl="CREATE TABLE orders_23 (id INT PRIMARY KEY, amount INT)"), pos(10))
+    k.marker(marker("s9", "db_9", 11, "heartbeat"), pos(11), host)
+    k.settle(host, Planner(host.c))  # the copy's CREATE, recorded
+    with pytest.raises(MoveError, match="give the freeze position of every from source"):
+        k.command(parse_move_command("move switch m1 --frozen s4=bin.1:30 --switched b:1"), host)
+    cmd = parse_move_command("move switch m1 --frozen s3=bin.1:30 --switched bin.1:50")
+    assert cmd == MoveCommand("switch", "m1", (("s3", ("bin.1", 30)),), ("bin.1", 50))
+    k.command(cmd, host)
+    assert k.moves.state("m1") == "switching"
+    # the freeze at bin.1:30: an event at 29 is before it, one at 30 after it
+    assert fates(k, FROM, host) == [
+        (None, 30, "write", 1, None),
+        (30, None, "hold", MOVE_KEEP, None),
+    ]
+    k.settle(host, Planner(host.c))
+    assert k.moves.state("m1") == "switched"
+    assert pos(29) < k.moves.progress["m1"].frozen["s3"] < pos(30)
