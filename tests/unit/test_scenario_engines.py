@@ -16,7 +16,6 @@ from devkit.scenario_spark import run_in_session
 ROOT = Path(__file__).parents[1] / "scenarios"
 ALL = sorted(ROOT.rglob("*.yaml"))
 MOVES = sorted((ROOT / "moves").glob("*.yaml"))
-BETWEEN_SERVERS = ROOT / "moves" / "move-between-servers.yaml"  # also on the real upstream
 GROUPS = sorted((ROOT / "groups").glob("*.yaml"))  # several jobs: the memory engine only
 MEMORY_ONLY = GROUPS[0]
 # a table the job never reads the CREATE of: not on the real upstream (its snapshot)
@@ -26,10 +25,7 @@ EVERYWHERE = ROOT / "dm" / "dm004-add-column-optimistic.yaml"
 
 def test_engines_default_to_every_engine_and_which_files_leave_some_out() -> None:
     assert load_scenario(EVERYWHERE).engines == list(ENGINES)
-    # moves: one on the real upstream (its servers are the upstream's s1 and s2)
-    assert load_scenario(BETWEEN_SERVERS).engines == list(ENGINES)
-    others = [p for p in MOVES if p != BETWEEN_SERVERS]
-    assert others and all(load_scenario(p).engines == ["memory", "spark"] for p in others)
+    assert MOVES and all(load_scenario(p).engines == list(ENGINES) for p in MOVES)
     assert GROUPS and all(load_scenario(p).engines == ["memory"] for p in GROUPS)
 
 
@@ -37,8 +33,7 @@ def test_select_keeps_the_files_that_list_the_engine() -> None:
     assert select(ALL, "memory") == ALL
     assert select(ALL, "spark") == [p for p in ALL if p not in GROUPS]
     assert NOT_MARIADB and all(load_scenario(p).unseen for p in NOT_MARIADB)
-    not_mariadb = [p for p in MOVES if p != BETWEEN_SERVERS] + GROUPS + NOT_MARIADB
-    assert select(ALL, "mariadb") == [p for p in ALL if p not in not_mariadb]
+    assert select(ALL, "mariadb") == [p for p in ALL if p not in GROUPS + NOT_MARIADB]
 
 
 def test_the_spark_test_runs_only_the_files_that_list_spark() -> None:
