@@ -419,7 +419,7 @@ class _Batch(WriteStep):
         sql = control_sql(r)
         origin = upstream_origin(r)
         channel = f"{r['topic']}[{r['partition']}]"
-        if self.moves and not taken and self.moves.take(_as_dict(r), position):
+        if self.moves and not taken and self.moves.take(_as_dict(r), position, self):
             return  # a move's: recorded, queued, deferred or waiting (streaming.moving)
         if self.c.resent(shard, sql, origin, channel):
             # The rows sent again with it are older than its shard's last DDL: they are

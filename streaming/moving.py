@@ -49,7 +49,8 @@ from coordinator.moves import (
 from coordinator.routing import Route, Router
 from coordinator.rowplan import RowPlan
 from coordinator.state import restore, snapshot
-from streaming.control import control_sql, position_of
+from shardmerge.errors import ShardMergeError
+from streaming.control import control_sql, position_of, upstream_origin
 from streaming.move_keys import image_predicate
 from streaming.plan import NO_MOVED, Planner, Segment
 from streaming.quoting import string
@@ -221,7 +222,7 @@ class MoveKeeper:
             if _real(shard) == m.to and self.moves.progress[m.id].state == "declared":
                 self.moves.progress[m.id].state = "copying"
 
-    def take(self, r: dict[str, Any], position: Position) -> bool:
+    def take(self, r: dict[str, Any], position: Position, host: Host) -> bool:
         """A statement (``r``: the control event): True when a move took it (the job's
         coordinator must not see it now)."""
         shard = _shard(r)
@@ -235,9 +236,9 @@ class MoveKeeper:
             log.info("%s's statement waits for its source's move markers: %s", shard, r["ddl"])
             self.pending.append(r)
             return True
-        return self._classified(r, position)
+        return self._classified(r, position, host)
 
-    def _classified(self, r: dict[str, Any], position: Position) -> bool:
+    def _classified(self, r: dict[str, Any], position: Position, host: Host) -> bool:
         shard = _shard(r)
         sql = control_sql(r)
         c = self.moves.classify(shard, position, event_kind(sql))
@@ -246,7 +247,7 @@ class MoveKeeper:
         self.moves.note(c)
         match c.action:
             case "record":
-                self.copies[c.move].on_ddl(shard, sql, position)
+                self._record(c.move, r, position, host)
             case "queue":
                 self.queued.setdefault(c.move, []).append(r)
             case "defer":
@@ -259,6 +260,24 @@ class MoveKeeper:
             log.info("move %s: %s's statement %s (%s): %s", c.move, shard, c.action, c.reason, sql)
         return True
 
+    def _record(self, move_id: str, r: dict[str, Any], position: Position, host: Host) -> None:
+        """A statement of ``to`` before its switch marker: the copy's schema, recorded in
+        the move's own coordinator (compared with ``from``'s at the switch). One sent
+        again (a connector restarted) is not taken twice; one the copy's coordinator
+        cannot take is a dead letter, and the copy's schema stays as it was (a switch
+        that then finds it different waits in ``conflict``: fix the copy or abort)."""
+        copy, shard, sql = self.copies[move_id], _shard(r), control_sql(r)
+        origin, channel = upstream_origin(r), f"{r['topic']}[{r['partition']}]"
+        if copy.resent(shard, sql, origin, channel):
+            log.warning("move %s: %s's statement taken already, sent again: %s", move_id,
+                        shard, sql)  # fmt: skip
+            return
+        try:
+            copy.on_ddl(shard, sql, position, origin, channel)
+        except ShardMergeError as e:
+            log.error("move %s: the copy's statement %r refused: %s", move_id, sql, e)
+            host.dead_control(r, f"move {move_id}: the copy's statement refused: {e}")
+
     def settle(self, host: Host, planner: Planner) -> None:
         """After each control event: statements that waited for the markers and can be
         classified now, in order; an aborted move's deferred statements; then every
@@ -270,7 +289,7 @@ class MoveKeeper:
             if _real(shard) in waiting or self.uncertain(shard, position, control_sql(r)):
                 waiting.add(_real(shard))
                 still.append(r)
-            elif not self._classified(r, position):
+            elif not self._classified(r, position, host):
                 host.replay_control(r, planner)
         self.pending = still
         for m in self.moves.moves.values():

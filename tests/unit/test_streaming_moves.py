@@ -16,6 +16,7 @@ from coordinator.moves import Move
 from coordinator.routing import Extract, Route, Router
 from coordinator.rowplan import RowPlan
 from schemas.ddl import parse_create_table
+from streaming.control import position_of
 from streaming.moving import MOVE_KEEP, MOVE_QUEUE, MOVE_WAIT, MoveKeeper
 from streaming.plan import NO_MOVED, Planner, Segment
 
@@ -25,6 +26,7 @@ TO = ShardId("s9", "db_9", "orders_23")
 OTHER = ShardId("s1", "db_1", "orders_1")
 ROUTER = Router((Route(TARGET, table="orders_*", extract=Extract(source_column="_src")),))
 WRITE = RowPlan(RowRoute("write", TARGET, 1))
+CREATE = "CREATE TABLE orders_23 (id INT PRIMARY KEY, amount INT)"
 
 
 def pos(source_pos: int) -> Position:
@@ -101,8 +103,7 @@ def test_before_any_event_of_to_the_old_side_writes_as_any_shard() -> None:
 
 def test_while_copying_rows_beyond_the_watermark_wait_then_the_freeze_decides() -> None:
     host, k = Host(), keeper()
-    assert k.take(event(TO, 10, ddl="CREATE TABLE orders_23 (id INT PRIMARY KEY, amount INT)"),
-                  pos(10))  # fmt: skip
+    assert k.take(event(TO, 10, ddl=CREATE), pos(10), host)
     assert k.moves.state("m1") == "copying" and k.rereads()
     k.marker(marker("s3", "db_3", 20, "heartbeat"), pos(20), host)
     # up to s3's watermark (20) the old side's rows write; beyond it they wait
@@ -126,14 +127,13 @@ def test_while_copying_rows_beyond_the_watermark_wait_then_the_freeze_decides() 
 
 def test_the_switch_discards_the_kept_rows_rehomes_and_releases_the_queue() -> None:
     host, k = Host(), keeper()
-    create = "CREATE TABLE orders_23 (id INT PRIMARY KEY, amount INT)"
     k.marker(marker("s9", "db_9", 5, "heartbeat"), pos(5), host)
-    assert k.take(event(TO, 4, ddl=create), pos(4))  # before the watermark: recorded now
+    assert k.take(event(TO, 4, ddl=CREATE), pos(4), host)  # before the watermark: recorded now
     assert k.copies["m1"].shard_state(TO) is not None and not k.pending
     k.marker(marker("s3", "db_3", 30, "frozen"), pos(30), host)
     k.marker(marker("s9", "db_9", 50, "switched"), pos(50), host)
     truncate = event(FROM, 35, op="t")
-    assert k.take(truncate, pos(35))  # after the freeze: deferred to the switch
+    assert k.take(truncate, pos(35), host)  # after the freeze: deferred to the switch
     planner = Planner(host.c)
     k.settle(host, planner)
     assert k.moves.state("m1") == "switched" and k.unmet == {}
@@ -153,11 +153,13 @@ def test_the_switch_discards_the_kept_rows_rehomes_and_releases_the_queue() -> N
 
 def test_statements_beyond_the_watermark_wait_in_order() -> None:
     host, k = Host(), keeper()
-    k.take(event(TO, 10, ddl="CREATE TABLE orders_23 (id INT PRIMARY KEY, amount INT)"), pos(10))
+    k.take(event(TO, 10, ddl=CREATE), pos(10), host)
     alter = event(FROM, 12, ddl="ALTER TABLE orders_7 ADD COLUMN c INT")
-    assert not k.take(alter, pos(12))  # an ALTER of the old side: the lock's, whatever comes
+    assert not k.take(alter, pos(12), host)  # an ALTER of the old side: the lock's, whatever comes
     truncate, after = event(FROM, 13, op="t"), event(FROM, 14, ddl="ALTER TABLE orders_7 ADD d INT")
-    assert k.take(truncate, pos(13)) and k.take(after, pos(14))  # waits; what follows too
+    assert k.take(truncate, pos(13), host) and k.take(
+        after, pos(14), host
+    )  # waits; what follows too
     assert k.pending == [event(TO, 10, ddl=k.pending[0]["ddl"]), truncate, after]
     k.marker(marker("s3", "db_3", 20, "heartbeat"), pos(20), host)
     k.settle(host, Planner(host.c))
@@ -180,9 +182,9 @@ def test_a_marker_row_that_does_not_fit_is_a_dead_letter() -> None:
 
 def test_a_split_judges_each_row_by_its_key() -> None:
     host, k = Host(), keeper("MOD(id, 2) = 1")
-    k.take(event(TO, 10, ddl="CREATE TABLE orders_23 (id INT PRIMARY KEY, amount INT)"), pos(10))
+    k.take(event(TO, 10, ddl=CREATE), pos(10), host)
     k.marker(marker("s3", "db_3", 30, "frozen"), pos(30), host)
-    assert k.take(event(FROM, 40, op="t"), pos(40))  # deferred: the kept keys wait behind it
+    assert k.take(event(FROM, 40, op="t"), pos(40), host)  # deferred: the kept keys wait behind it
     assert fates(k, FROM, host) == [
         (None, 30, "write", 1, True), (30, None, "hold", MOVE_KEEP, True),
         (None, 40, "write", 1, False), (40, None, "hold", -3, False),
@@ -194,8 +196,8 @@ def test_a_split_judges_each_row_by_its_key() -> None:
 
 def test_the_state_goes_through_json_unchanged() -> None:
     host, k = Host(), keeper()
-    k.take(event(TO, 10, ddl="CREATE TABLE orders_23 (id INT PRIMARY KEY, amount INT)"), pos(10))
-    k.take(event(FROM, 13, op="t"), pos(13))
+    k.take(event(TO, 10, ddl=CREATE), pos(10), host)
+    k.take(event(FROM, 13, op="t"), pos(13), host)
     k.marker(marker("s3", "db_3", 30, "frozen"), pos(30), host)
     saved = json.loads(json.dumps(k.to_json()))
     again = k.restored(saved)
@@ -215,7 +217,7 @@ def test_an_operators_switch_positions_stand_for_the_markers() -> None:
     from coordinator.moves import MoveCommand, MoveError, parse_move_command
 
     host, k = Host(), keeper()
-    k.take(event(TO, 10, ddl="CREATE TABLE orders_23 (id INT PRIMARY KEY, amount INT)"), pos(10))
+    k.take(event(TO, 10, ddl=CREATE), pos(10), host)
     k.marker(marker("s9", "db_9", 11, "heartbeat"), pos(11), host)
     k.settle(host, Planner(host.c))  # the copy's CREATE, recorded
     with pytest.raises(MoveError, match="give the freeze position of every from source"):
@@ -232,3 +234,19 @@ def test_an_operators_switch_positions_stand_for_the_markers() -> None:
     k.settle(host, Planner(host.c))
     assert k.moves.state("m1") == "switched"
     assert pos(29) < k.moves.progress["m1"].frozen["s3"] < pos(30)
+
+
+def test_a_copy_statement_sent_again_is_taken_once_and_one_refused_is_a_dead_letter() -> None:
+    host, k = Host(), keeper()
+    k.marker(marker("s9", "db_9", 50, "heartbeat"), pos(50), host)
+    alter = event(TO, 12, ddl="ALTER TABLE orders_23 ADD COLUMN c INT")
+    for r in (event(TO, 10, ddl=CREATE), alter, alter):  # the ALTER sent twice
+        assert k.take(r, position_of(r), host)
+    copy = k.copies["m1"].shard_state(TO)
+    assert copy is not None and [c.name for c in copy.schema.columns] == ["id", "amount", "c"]
+    assert host.dead == []
+    host, k = Host(), keeper()  # the copy's CREATE never read: its ALTER cannot be taken
+    k.marker(marker("s9", "db_9", 50, "heartbeat"), pos(50), host)
+    assert k.take(alter, position_of(alter), host)
+    assert len(host.dead) == 1 and "the copy's statement refused" in host.dead[0]
+    assert k.copies["m1"].shard_state(TO) is None
