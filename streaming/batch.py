@@ -458,7 +458,7 @@ class _Batch(WriteStep):
         released = {d.shard for d in self.ex.work.releases}
         planner.finish(sorted(set(shards) | released, key=str))
         if self.moves:
-            self.moves.plan(planner, self.c)
+            self.moves.plan(planner, self.c, self.ex.work.renames)
         self.await_unregistered(planner, shards)
         self.stats.downstream_ddl = self.ex.downstream_ddl
         self.stats.refused_ddl = self.ex.refused_ddl

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from coordinator.coordinator import Coordinator, RowRoute, TargetConfig
-from coordinator.decisions import Decision, Release
+from coordinator.decisions import Decision, Release, Rename
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.moves import (
     Move,
@@ -383,18 +383,46 @@ class MoveKeeper:
 
     # --- the row plan ---------------------------------------------------------------------
 
-    def plan(self, planner: Planner, c: Coordinator) -> None:
+    def plan(self, planner: Planner, c: Coordinator, renames: list[Rename]) -> None:
         """The planner's segments with the moves' fates: each segment of a moving shard
         cut at its side's marker, or at its source's watermark while the marker is not
         read (see the module docstring); a split's ``from`` segments after its freeze in
-        two, the rows whose key moves and the others."""
+        two, the rows whose key moves and the others. ``renames``: the batch's shard
+        renames (``RowWork.renames``), which the rows of an old side positioned before its
+        freeze and read only after the switch (their topic lagged) join: they are written
+        under ``to``'s name, as the switch re-homed their like."""
         for seg in planner.segments:
             self.started(seg.shard)  # `to`'s first rows
         planner.moved = self.moved_sql(c)
         out: list[Segment] = []
         for seg in planner.segments:
-            out += self._segments(seg)
+            out += self._late(seg, c, renames) or self._segments(seg)
         planner.segments = out
+
+    def _late(self, seg: Segment, c: Coordinator, renames: list[Rename]) -> list[Segment]:
+        """Rows of a switched move's ``from`` read after the batch of its switch: those
+        before the freeze follow ``to`` (its plan, and a rename of the batch's rows);
+        those after it are dropped (a split's kept keys keep their own plan)."""
+        for m in self.moves.moves.values():
+            p = self.moves.progress[m.id]
+            if seg.shard not in m.sources or p.state != "switched":
+                continue
+            if any(r.old == seg.shard and r.new == m.to for r in renames):
+                return []  # the batch of the switch: its Rename and cut hold already
+            target = self._target(m)
+            frozen = p.frozen[seg.shard.source]
+            home = c.route_row(m.to)
+            renames.append(Rename(target, seg.shard, m.to, home.version, position=frozen,
+                                  keys=m.keys))  # fmt: skip
+            log.warning(
+                "move %s: rows of %s before its freeze read after the switch: written as %s's",
+                m.id, seg.shard, m.to,
+            )  # fmt: skip
+            if m.keys is not None:
+                return self._split(seg, m, target)
+            after = RowRoute("drop", target, reason=f"move {m.id}: after the freeze")
+            return _cut(seg, frozen, home, after)
+        return []
 
     def moved_sql(self, c: Coordinator) -> str:
         """Whether a row's key moves, as SQL over a row event: each split move's ``keys``

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from coordinator.coordinator import Coordinator, RowRoute
-from coordinator.decisions import Decision, Release
+from coordinator.decisions import Decision, Release, Rename
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.moves import Move
 from coordinator.routing import Extract, Route, Router
@@ -87,7 +87,7 @@ def fates(k: MoveKeeper, shard: ShardId, host: Host) -> list[tuple[Any, ...]]:
     (after, upto, action, version, moved) each."""
     planner = Planner(host.c)
     planner.segments = [Segment(shard, None, None, WRITE)]
-    k.plan(planner, host.c)
+    k.plan(planner, host.c, [])
     return [
         (s.after and s.after[1], s.upto and s.upto[1], s.plan.route.action,
          s.plan.route.version, s.moved)
@@ -149,6 +149,18 @@ def test_the_switch_discards_the_kept_rows_rehomes_and_releases_the_queue() -> N
     assert host.released == [Release(TARGET, TO, MOVE_QUEUE)]
     assert host.replayed == [truncate]
     assert host.c.shard_state(TO) is not None and host.c.shard_state(FROM) is None
+    # A later batch reads rows of the old side from before its freeze (its topic lagged):
+    # written as the new side's rows (its plan, and a rename of the batch's rows).
+    renames: list[Rename] = []
+    planner = Planner(host.c)
+    planner.segments = [Segment(FROM, None, None, RowPlan(RowRoute("unknown")))]
+    k.plan(planner, host.c, renames)
+    assert [(s.upto and s.upto[1], s.after and s.after[1], s.plan.route.action,
+             s.plan.route.target) for s in planner.segments] == [
+        (30, None, "write", TARGET), (None, 30, "drop", TARGET)
+    ]  # fmt: skip
+    ((old, new, at),) = [(r.old, r.new, r.position) for r in renames]
+    assert (old, new, at) == (FROM, TO, pos(30))
 
 
 def test_statements_beyond_the_watermark_wait_in_order() -> None:
@@ -190,7 +202,7 @@ def test_a_split_judges_each_row_by_its_key() -> None:
         (None, 40, "write", 1, False), (40, None, "hold", -3, False),
     ]  # fmt: skip
     planner = Planner(host.c)
-    k.plan(planner, host.c)
+    k.plan(planner, host.c, [])
     assert planner.moved != NO_MOVED and "% 2 = 1" in planner.moved
 
 
