@@ -21,6 +21,10 @@ the switch: its batch's wall time, and the Delta commits it made on the target (
 re-home UPDATE: one) besides the batch's MERGE; the rows against the oracle (the upstream
 model's tables: every key once, with ``s9``'s values and extract value after the switch).
 
+``--rerun-switch``: after the switch, Spark's commit of the job's last batch is deleted
+and the job runs again, so that batch (the switch's) runs a second time, as after a crash
+between its writes and its commit: the rows are compared with the oracle again.
+
 Baseline, in the same run: the same events read by a job *without* ``moves:`` (a moved
 table is a new shard there): its phase times, and its rows against the same oracle (the
 copy written a second time, the cleanup deleting rows that live on ``s9``). Prints a
@@ -30,6 +34,7 @@ Markdown table; docs/benchmarks.md keeps the latest run.
 from __future__ import annotations
 
 import argparse
+import logging
 import random
 import shutil
 import tempfile
@@ -187,6 +192,14 @@ def compare(spark: Any, s: Settings, want: dict[Any, Any]) -> dict[str, int]:
     return {"rows": len(have), "lost": lost, "extra": extra, "wrong": wrong, "dup": dup}
 
 
+def rerun(s: Settings) -> None:
+    """Delete Spark's commit of the job's last batch: its next run runs it again."""
+    commits = Path(s.checkpoint) / "spark" / "commits"
+    last = max(int(f.name) for f in commits.iterdir() if f.name.isdigit())
+    (commits / str(last)).unlink()
+    (commits / f".{last}.crc").unlink(missing_ok=True)
+
+
 def stash_rows(spark: Any, processor: Any) -> int:
     from streaming.delta_sink import delta_table_at
 
@@ -199,7 +212,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000, help="rows of the moved table")
     parser.add_argument("--writes", type=int, default=2_000, help="writes per phase")
     parser.add_argument("--chunks", type=int, default=8, help="rounds of the copy")
+    parser.add_argument(
+        "--rerun-switch", action="store_true", help="run the switch's batch again (see above)"
+    )
     args = parser.parse_args()
+    # The moves' log (each switch says so): a re-run switch batch shows a second switch.
+    logging.basicConfig(format="%(name)s: %(message)s")
+    logging.getLogger("shardmerge.moves").setLevel(logging.INFO)
     from delta.tables import DeltaTable
 
     from coordinator.ids import TargetId
@@ -208,6 +227,7 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="shardmerge-move-"))
     results: dict[bool, dict[str, Any]] = {}
+    again: dict[str, Any] | None
     try:
         with kafka_local.running("move", work / "kafka") as broker:
             spark = build_spark("shardmerge-move-cost")
@@ -244,7 +264,21 @@ def main() -> None:
                             r["operation"] for r in history.collect() if r["version"] > before
                         ]
                 u.producers.clear()
+                again = None
+                if moves and args.rerun_switch:
+                    path = s.table_path(TargetId("shop", "orders"))
+                    last = DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
+                    rerun(s)
+                    seconds, _ = run_job(spark, s)
+                    again = {**compare(spark, s, oracle(u.up))}
+                    again["commits"] = [  # the re-run's writes were done: Delta skips them
+                        r["operation"]
+                        for r in DeltaTable.forPath(spark, path).history().collect()
+                        if r["version"] > last
+                    ]
+                    print(f"the switch's batch run again: {seconds:.1f} s, {again}", flush=True)
                 results[moves] = {
+                    "again": again,
                     "times": times,
                     "commits": switch_commits,
                     "rows": compare(spark, s, oracle(u.up)),
@@ -265,6 +299,9 @@ def main() -> None:
     print()
     print(f"peak stash rows with `moves:`: {peak:,}")
     print(f"the switch run's commits on the target: {results[True]['commits']}")
+    again = results[True]["again"]
+    if again is not None:
+        print(f"with `moves:`, after the switch's batch ran again: {again}")
     for moves in (True, False):
         r = results[moves]["rows"]
         print(
