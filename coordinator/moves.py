@@ -54,9 +54,12 @@ __all__ = [
     "Rehome",
     "SwitchFacts",
     "check_moves",
+    "copy_coordinator",
     "event_kind",
+    "kept_statement",
     "lock_views",
     "parse_move_command",
+    "real_table",
     "switch_facts",
     "table_kind",
 ]
@@ -77,6 +80,28 @@ PHASES = ("frozen", "switched", "heartbeat")
 class MoveError(ShardMergeError):
     """A move is declared wrongly, or a marker row or an operator command does not fit the
     declared moves; the message names the move, the shard and the field."""
+
+
+def real_table(shard: ShardId) -> ShardId:
+    """The table an online-DDL shadow table is of; any other table itself."""
+    return shard.with_table(Router.shadow_origin(shard.table) or shard.table)
+
+
+def copy_coordinator(m: Move) -> Coordinator:
+    """A coordinator of the move's own for ``to`` before its switch: it records the copy's
+    schema and online-DDL shadow tables (compared at the switch) and coordinates nothing."""
+    from coordinator.coordinator import Coordinator, TargetConfig
+    from coordinator.routing import Route
+
+    route = Route(TargetId("_move", m.id), m.to.source, m.to.db, m.to.table)
+    return Coordinator(Router((route,)), default=TargetConfig("pessimistic"))
+
+
+def kept_statement(r: Mapping[str, Any]) -> str:
+    """A control event a move keeps (its columns, as the state file saves them), as the
+    operator reads it: ``source.db.table: statement``."""
+    sql = r["ddl"] if r["op"] == "ddl" else "TRUNCATE"
+    return f"{r['source']}.{r['db']}.{r['tbl']}: {sql}"
 
 
 def event_kind(sql: str) -> EventKind:
@@ -130,7 +155,7 @@ class MoveCommand:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MoveCommand:
-        return parse_move_command(str(data.get("words") or f"move abort {data.get('move')}"))
+        return parse_move_command(str(data.get("words", "")))
 
     def words(self) -> str:
         text = f"move {self.action} {self.move}"
@@ -513,10 +538,7 @@ class Moves:
 
     def moves_of(self, shard: ShardId) -> list[Move]:
         """The moves ``shard`` takes part in (``to`` or ``from``, shadow tables included)."""
-        real = shard
-        origin = Router.shadow_origin(shard.table)
-        if origin is not None:
-            real = shard.with_table(origin)
+        real = real_table(shard)
         return [m for m in self.moves.values() if real == m.to or real in m.sources]
 
     def classify(
@@ -532,7 +554,7 @@ class Moves:
         involved = self.moves_of(shard)
         if not involved:
             return NOT_MOVING
-        real = shard.with_table(Router.shadow_origin(shard.table) or shard.table)
+        real = real_table(shard)
         to_side = [m for m in involved if m.to == real]
         if to_side:
             return self._to(to_side[0], position, kind)
@@ -756,6 +778,8 @@ def lock_views(
     """The lock views (``shardmerge locks``' dicts) with each waiting switch's ``to`` shown
     as held, its ``unmet`` preconditions under ``moves``: stage ``conflict`` when only an
     operator or a fix of the copy can end the wait, else at least ``waiting``."""
+    if not any(unmet.values()):
+        return locks  # no switch waits: the views as they are
     out = [dict(lock) for lock in locks]
     for move_id, why in unmet.items():
         m = moves.get(move_id)

@@ -41,6 +41,7 @@ from streaming.config import Settings, SourceSettings
 from streaming.control import (
     OKEY_TYPE,
     ORDER_KEY,
+    as_dict,
     commit_seconds,
     commit_time,
     control_sql,
@@ -419,7 +420,7 @@ class _Batch(WriteStep):
         sql = control_sql(r)
         origin = upstream_origin(r)
         channel = f"{r['topic']}[{r['partition']}]"
-        if self.moves and not taken and self.moves.take(_as_dict(r), position, self):
+        if self.moves and not taken and self.moves.take(as_dict(r), position, self):
             return  # a move's: recorded, queued, deferred or waiting (streaming.moving)
         if self.c.resent(shard, sql, origin, channel):
             # The rows sent again with it are older than its shard's last DDL: they are
@@ -597,11 +598,6 @@ def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:
             shadows.setdefault(shard, []).append((position, texts[(shard, fp_text)]))
     caught_sources = {s for s, all_caught in sources.items() if all_caught}
     return FirstRows(shards, prints, shadows, caught_sources, keysets, twice)
-
-
-def _as_dict(r: Any) -> dict[str, Any]:
-    """A control event as a dict of its columns (kept in the state by a move)."""
-    return r if isinstance(r, dict) else dict(r.asDict())
 
 
 def _repeated(names: tuple[str, ...]) -> str:

@@ -216,14 +216,13 @@ def _move(args: argparse.Namespace) -> int:
 def _move_command(args: argparse.Namespace, progress: dict[str, Any]) -> tuple[str | None, Any]:
     """The command ``move abort|switch`` asks for, or why it is refused against the latest
     saved state (an unknown move, one that cannot take it, positions that do not parse)."""
-    import shlex
-
     from coordinator.moves import MoveError, parse_move_command
 
-    words = f"move {args.move_verb} {shlex.quote(args.id)}"
+    # The command's words, read back by the one parser (a value with a space is refused).
+    words = f"move {args.move_verb} {args.id}"
     if args.move_verb == "switch":
-        words += "".join(f" --frozen {shlex.quote(f)}" for f in args.frozen or [])
-        words += f" --switched {shlex.quote(args.switched)}" if args.switched else ""
+        words += "".join(f" --frozen {f}" for f in args.frozen or [])
+        words += f" --switched {args.switched}" if args.switched else ""
     try:
         command = parse_move_command(words)
     except MoveError as e:
@@ -239,10 +238,10 @@ def _move_command(args: argparse.Namespace, progress: dict[str, Any]) -> tuple[s
 
 def _kept(r: dict[str, Any]) -> str:
     """A control event a move keeps (its columns, as the state saves them), printable."""
-    from shardmerge.printable import printable as p
+    from coordinator.moves import kept_statement
+    from shardmerge.printable import printable
 
-    sql = r["ddl"] if r["op"] == "ddl" else "TRUNCATE"
-    return f"{p(r['source'])}.{p(r['db'])}.{p(r['tbl'])}: {p(sql)}"
+    return printable(kept_statement(r))
 
 
 def _history(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from streaming.quoting import ident
 __all__ = [
     "OKEY_TYPE",
     "ORDER_KEY",
+    "as_dict",
     "commit_seconds",
     "commit_time",
     "control_sql",
@@ -96,8 +97,9 @@ def control_sql(r: Any) -> str:
 _RENAME = re.compile(r"^\s*RENAME\s+TABLES?\s+(.+?)\s*$", re.IGNORECASE | re.DOTALL)
 
 
-def _as_dict(r: Any) -> dict[str, Any]:
-    return r if isinstance(r, dict) else r.asDict()
+def as_dict(r: Any) -> dict[str, Any]:
+    """A control event (a collected Row, or already a dict) as a dict of its columns."""
+    return r if isinstance(r, dict) else dict(r.asDict())
 
 
 def join_split_renames(controls: list[Any]) -> list[Any]:
@@ -123,7 +125,7 @@ def join_split_renames(controls: list[Any]) -> list[Any]:
             and r["pos"] >= 0
             and (prev["pos_file"], prev["pos"]) == (r["pos_file"], r["pos"])
         ):
-            out[-1] = {**_as_dict(prev), "ddl": f"{prev['ddl'].rstrip()}, {pairs.group(1)}"}
+            out[-1] = {**as_dict(prev), "ddl": f"{prev['ddl'].rstrip()}, {pairs.group(1)}"}
             continue
         out.append(r)
     return out

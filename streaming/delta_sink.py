@@ -355,13 +355,16 @@ def update(
     (and for which ``condition`` holds, when given) take ``values``, with transaction
     ``(app_id, version)``; the rows changed, as Delta reports them (0 when the version was
     done already)."""
-    where = " AND ".join(
-        [f"{ident(k)} = {string(v)}" for k, v in match] + ([condition] if condition else [])
-    )
+    where = " AND ".join([equal_to(match)] + ([condition] if condition else []))
     assignments = ", ".join(f"{ident(k)} = {string(v)}" for k, v in values)
     with txn(spark, app_id, version):
         result = spark.sql(f"UPDATE {table_at(path)} SET {assignments} WHERE {where}")
     return _counts(result).get("num_affected_rows", 0)
+
+
+def equal_to(match: tuple[tuple[str, str], ...]) -> str:
+    """A condition true where each named string column equals its value."""
+    return " AND ".join(f"{ident(k)} = {string(v)}" for k, v in match)
 
 
 def _counts(result: DataFrame) -> dict[str, int]:

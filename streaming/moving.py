@@ -33,7 +33,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from coordinator.coordinator import Coordinator, RowRoute, TargetConfig
+from coordinator.coordinator import Coordinator, RowRoute
 from coordinator.decisions import Decision, Release, Rename
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.moves import (
@@ -42,15 +42,17 @@ from coordinator.moves import (
     MoveError,
     Moves,
     binlog_position,
+    copy_coordinator,
     event_kind,
     lock_views,
+    real_table,
     switch_facts,
 )
-from coordinator.routing import Route, Router
+from coordinator.routing import Router
 from coordinator.rowplan import RowPlan
 from coordinator.state import restore, snapshot
 from shardmerge.errors import ShardMergeError
-from streaming.control import control_sql, position_of, upstream_origin
+from streaming.control import as_dict, control_sql, position_of, upstream_origin
 from streaming.move_keys import image_predicate
 from streaming.plan import NO_MOVED, Planner, Segment
 from streaming.quoting import string
@@ -88,11 +90,6 @@ class Host(Protocol):
     def dead_control(self, r: dict[str, Any], why: str) -> None: ...
 
 
-def _copy_coordinator(m: Move) -> Coordinator:
-    route = Route(TargetId("_move", m.id), m.to.source, m.to.db, m.to.table)
-    return Coordinator(Router((route,)), default=TargetConfig("pessimistic"))
-
-
 def _shard(r: dict[str, Any]) -> ShardId:
     return ShardId(r["source"], r["db"], r["tbl"])
 
@@ -103,7 +100,7 @@ class MoveKeeper:
     def __init__(self, moves: Iterable[Move], router: Router, saved: dict[str, Any] | None) -> None:
         self.router = router
         self.moves = Moves(moves)
-        self.copies = {m.id: _copy_coordinator(m) for m in self.moves.moves.values()}
+        self.copies = {m.id: copy_coordinator(m) for m in self.moves.moves.values()}
         # Control events (as dicts of the event's columns) kept for later: ``to``'s after
         # its switch marker and ``from``'s table-level ones after its freeze, run at the
         # switch (or the abort); and, in the order read, those that cannot be classified
@@ -185,7 +182,7 @@ class MoveKeeper:
             move_id = self.moves.marker(shard, row, position)
         except (ValueError, MoveError) as e:
             log.error("marker row of %s at %s refused: %s", shard, position, e)
-            host.dead_control(_as_dict(r), f"marker row refused: {e}")
+            host.dead_control(as_dict(r), f"marker row refused: {e}")
             return
         if move_id is not None:
             log.info(
@@ -205,10 +202,10 @@ class MoveKeeper:
             p = self.moves.progress[m.id]
             if p.state in ("switched", "aborted"):
                 continue
-            if _real(shard) == m.to and p.switched_at is None:
+            if real_table(shard) == m.to and p.switched_at is None:
                 return True
             if (
-                _real(shard) in m.sources
+                real_table(shard) in m.sources
                 and p.state == "copying"
                 and shard.source not in p.frozen
                 and event_kind(sql) == "table"
@@ -219,7 +216,7 @@ class MoveKeeper:
     def started(self, shard: ShardId) -> None:
         """An event of ``shard`` was read: a move whose ``to`` it is copies from now on."""
         for m in self.moves.moves_of(shard):
-            if _real(shard) == m.to and self.moves.progress[m.id].state == "declared":
+            if real_table(shard) == m.to and self.moves.progress[m.id].state == "declared":
                 self.moves.progress[m.id].state = "copying"
 
     def take(self, r: dict[str, Any], position: Position, host: Host) -> bool:
@@ -231,7 +228,7 @@ class MoveKeeper:
         if not self.moves.moves_of(shard):
             return False
         self.started(shard)
-        behind = any(_real(_shard(q)) == _real(shard) for q in self.pending)
+        behind = any(real_table(_shard(q)) == real_table(shard) for q in self.pending)
         if behind or self.uncertain(shard, position, control_sql(r)):
             log.info("%s's statement waits for its source's move markers: %s", shard, r["ddl"])
             self.pending.append(r)
@@ -286,8 +283,8 @@ class MoveKeeper:
         still = []
         for r in self.pending:
             shard, position = _shard(r), position_of(r)
-            if _real(shard) in waiting or self.uncertain(shard, position, control_sql(r)):
-                waiting.add(_real(shard))
+            if real_table(shard) in waiting or self.uncertain(shard, position, control_sql(r)):
+                waiting.add(real_table(shard))
                 still.append(r)
             elif not self._classified(r, position, host):
                 host.replay_control(r, planner)
@@ -308,7 +305,7 @@ class MoveKeeper:
             m = self.moves.get(move_id)
             facts = switch_facts(self.moves, m, host.c, self.copies[m.id])
             unmet = self.moves.can_switch(move_id, facts)
-            if any(_real(_shard(r)) in (*m.sources, m.to) for r in self.pending):
+            if any(real_table(_shard(r)) in (*m.sources, m.to) for r in self.pending):
                 unmet.append(
                     f"move {m.id}: a statement of its tables waits for the marker "
                     "watermark of its source (heartbeat rows in the marker table move it)"
@@ -507,15 +504,6 @@ class MoveKeeper:
     def locks(self, locks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The lock views with each waiting switch's ``to`` shown as held."""
         return lock_views(locks, self.moves, self.unmet, self.router)
-
-
-def _real(shard: ShardId) -> ShardId:
-    """The table an online-DDL shadow table is of (the shard itself otherwise)."""
-    return shard.with_table(Router.shadow_origin(shard.table) or shard.table)
-
-
-def _as_dict(r: Any) -> dict[str, Any]:
-    return r if isinstance(r, dict) else dict(r.asDict())
 
 
 def _with(seg: Segment, route: RowRoute) -> Segment:

@@ -15,9 +15,9 @@ from pyspark.sql import functions as F
 from coordinator.ids import ShardId
 from streaming.contract import EVENT_SCHEMA
 from streaming.control import ORDER_KEY
-from streaming.delta_sink import delta_table_at, txn, update
+from streaming.delta_sink import DeltaSink, delta_table_at, equal_to, txn, update
 from streaming.faults import raise_point
-from streaming.quoting import ident, string, table_at
+from streaming.quoting import ident, table_at
 
 __all__ = ["STASH_COLUMNS", "Stash", "append"]
 
@@ -119,18 +119,10 @@ class Stash:
         """Delete the rows earlier batches held for ``target`` of ``shard`` under table
         version ``kept`` (rows a move kept that are never to be applied: docs/moves.md),
         in one commit with transaction ``(app_id, version)``; how many went."""
-        where = " AND ".join(
-            [
-                f"{ident(k)} = {string(v)}"
-                for k, v in (("target", target), ("source", shard.source), ("db", shard.db),
-                             ("tbl", shard.table))
-            ]
-            + [f"version = {int(kept)}", f"batch < {int(batch)}"]
-        )  # fmt: skip
-        with txn(self.spark, self.app_id, version):
-            result = self.spark.sql(f"DELETE FROM {table_at(self.path)} WHERE {where}")
-        rows = result.collect()
-        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+        match = (("target", target), ("source", shard.source), ("db", shard.db),
+                 ("tbl", shard.table))  # fmt: skip
+        where = f"{equal_to(match)} AND version = {int(kept)} AND batch < {int(batch)}"
+        return DeltaSink(self.spark, self.app_id).delete(self.path, where, version)
 
     def delete(self, keys: DataFrame, batch: int, version: int) -> None:
         """Delete the stash rows of earlier batches whose (topic, partition, offset) is in

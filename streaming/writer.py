@@ -114,15 +114,14 @@ class WriteStep:
         fit) before anything is written."""
         work = self.ex.work
         plan = planner.frame(self.spark, work.truncates)
-        self.moved = planner.moved
         fresh = self.follow_renames(
-            join_plan(rows, plan, self.moved).withColumn("_fate", F.expr(FATE))
+            join_plan(rows, plan, planner.moved).withColumn("_fate", F.expr(FATE))
         )
         self.cached = []
         try:
             released = None
             if work.releases and self.stash.exists():
-                released = self.released(plan)
+                released = self.released(plan, planner.moved)
             fast = self.fast_targets(planner, plan)
             projected: dict[TargetId, Projection] = {}
             for target in self.write_order():
@@ -204,12 +203,12 @@ class WriteStep:
         """Every target, in name order (its write slots are taken in this order)."""
         return sorted(set(self.c.target_ids()) | set(self.ex.schemas), key=str)
 
-    def released(self, plan: DataFrame) -> DataFrame:
+    def released(self, plan: DataFrame, moved: str) -> DataFrame:
         """The stash rows the batch's releases replay, with their plan (kept: the stash
         delete reads them again)."""
         held = self.stash.released(release_frame(self.spark, self.ex.work.releases), self.batch)
         released = (
-            join_plan(held.withColumnRenamed("_project", "_rproject"), plan, self.moved)
+            join_plan(held.withColumnRenamed("_project", "_rproject"), plan, moved)
             .withColumn("_target", F.col("target"))
             .withColumn("_version", F.col("version"))
             .withColumn("_project", F.col("_rproject"))

@@ -16,20 +16,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from coordinator.coordinator import Coordinator, TargetConfig
-from coordinator.ids import Position, ShardId, TargetId
+from coordinator.ids import Position, ShardId
 from coordinator.moves import (
     Classification,
     Move,
     MoveError,
     Moves,
     SwitchFacts,
+    copy_coordinator,
     event_kind,
     lock_views,
     parse_move_command,
     switch_facts,
 )
-from coordinator.routing import Route, Router
 from coordinator.scenario.upstream import RowEvent, Upstream, UpstreamError
 from coordinator.scenario.values import fill_value
 from coordinator.state import restore, snapshot
@@ -63,15 +62,10 @@ class MoveDriver:
     def __init__(self, engine: MemoryEngine, moves: Moves) -> None:
         self.engine = engine
         self.moves = moves
-        self.copies = {m.id: self._copy_coordinator(m) for m in moves.moves.values()}
+        self.copies = {m.id: copy_coordinator(m) for m in moves.moves.values()}
         self.queued: dict[str, list[Held]] = defaultdict(list)  # `to` after its marker
         self.kept: dict[str, list[Held]] = defaultdict(list)  # `from` after its freeze
         self.unmet: dict[str, list[str]] = {}
-
-    @staticmethod
-    def _copy_coordinator(m: Move) -> Coordinator:
-        route = Route(TargetId("_move", m.id), m.to.source, m.to.db, m.to.table)
-        return Coordinator(Router((route,)), default=TargetConfig("pessimistic"))
 
     # --- events ----------------------------------------------------------------------
 

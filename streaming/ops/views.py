@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from coordinator.coordinator import Coordinator
+from coordinator.moves import kept_statement
 from coordinator.state import restore
 from coordinator.views import HeldView, TargetView
 from schemas.model import TableSchema, name_key
@@ -299,8 +300,10 @@ class Views:
                     "frozen": p.get("frozen", {}),
                     "switched_at": p.get("switched_at"),
                     "waits": saved.get("unmet", {}).get(m.id, []),
-                    "queued": [_statement(r) for r in saved.get("queued", {}).get(m.id, [])],
-                    "deferred": [_statement(r) for r in saved.get("deferred", {}).get(m.id, [])],
+                    **{
+                        kind: [kept_statement(r) for r in saved.get(kind, {}).get(m.id, [])]
+                        for kind in ("queued", "deferred")
+                    },
                 }
             )
         return {"batch": None if state is None else state["batch"], "moves": out}
@@ -312,12 +315,6 @@ class Views:
             return {"by_reason": {}, "latest": [], "as_of": None, "error": None}
         counts: dict[str, Any] = self.counts.dead_letters()
         return counts
-
-
-def _statement(r: dict[str, Any]) -> str:
-    """A control event a move keeps (its columns, as the state saves them), as text."""
-    shard = f"{r['source']}.{r['db']}.{r['tbl']}"
-    return f"{shard}: {r['ddl'] if r['op'] == 'ddl' else 'TRUNCATE'}"
 
 
 def _policy(t: TargetView) -> dict[str, Any]:
