@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from coordinator.ids import Position
 from coordinator.target import ShardState
 
-__all__ = ["fingerprint_wait"]
+__all__ = ["fingerprint_wait", "fingerprints_change"]
 
 
 def fingerprint_wait(st: ShardState, seen: Iterable[tuple[Position, str]]) -> Position | None:
@@ -44,3 +44,16 @@ def fingerprint_wait(st: ShardState, seen: Iterable[tuple[Position, str]]) -> Po
         elif fp != st.fingerprint:
             return position
     return None
+
+
+def fingerprints_change(st: ShardState | None, seen: Iterable[tuple[Position, str]]) -> bool:
+    """Whether :func:`fingerprint_wait` would change ``st`` (learn its fingerprint, or
+    start a wait): a group appends a record for the call only then (coordinator/group.py),
+    not one per shard per batch."""
+    if st is None or st.held or st.awaiting is not None:
+        return False
+    return any(
+        st.fingerprint is None or fp != st.fingerprint
+        for p, fp in seen
+        if st.last_alter is None or p > st.last_alter
+    )

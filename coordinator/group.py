@@ -27,11 +27,17 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from coordinator.commands import OperatorCommand
-from coordinator.coordinator import Coordinator, TargetConfig, UnknownShardError
+from coordinator.coordinator import (
+    DEFAULT_CONFIG,
+    Coordinator,
+    TargetConfig,
+    UnknownShardError,
+)
 from coordinator.decisions import ApplyDDL, CreateTarget, Decision
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.routing import Router
 from coordinator.state import restore, snapshot
+from schemas.codec import schema_from_json, schema_to_json, specs_from_json, specs_to_json
 from schemas.ddl import parse_create_table
 from shardmerge.errors import ShardMergeError
 
@@ -42,10 +48,12 @@ __all__ = [
     "MemoryLog",
     "Record",
     "Replica",
+    "decision_from_json",
+    "decision_to_json",
 ]
 
-Kind = Literal["register", "ddl", "await", "shadow", "command"]
-KINDS: tuple[Kind, ...] = ("register", "ddl", "await", "shadow", "command")
+Kind = Literal["register", "ddl", "await", "shadow", "prints", "stop", "command"]
+KINDS: tuple[Kind, ...] = ("register", "ddl", "await", "shadow", "prints", "stop", "command")
 
 
 class GroupError(ShardMergeError):
@@ -67,6 +75,10 @@ class Record:
       yet received (``Coordinator.await_ddl``);
     - ``shadow``: ``{"shard", "seen"}``: the row schemas an online-DDL shadow table's rows
       carried, ``[[position, text], ...]`` (``Coordinator.shadow_rows``);
+    - ``prints``: ``{"shard", "seen"}``: the schema fingerprints the shard's rows carried,
+      ``[[position, fingerprint], ...]`` (``Coordinator.schema_fingerprints``);
+    - ``stop``: ``{"shard"}``: the shard's source was read to the end of its schema-change
+      topics without the DDL it awaits (``Coordinator.stop_waiting``);
     - ``command``: ``{"command"}``: an operator command (``OperatorCommand.to_json``).
     """
 
@@ -160,8 +172,13 @@ class Replica:
     refused: list[tuple[int, str]] = field(default_factory=list)
 
     @classmethod
-    def new(cls, router: Router, configs: Mapping[TargetId, TargetConfig] | None = None) -> Replica:
-        return cls(Coordinator(router, dict(configs or {})))
+    def new(
+        cls,
+        router: Router,
+        configs: Mapping[TargetId, TargetConfig] | None = None,
+        default: TargetConfig = DEFAULT_CONFIG,
+    ) -> Replica:
+        return cls(Coordinator(router, dict(configs or {}), default))
 
     # --- folding --------------------------------------------------------------------------
 
@@ -213,6 +230,10 @@ class Replica:
         if record.kind == "shadow":
             c.shadow_rows(shard, [(p, str(text)) for p, text in body["seen"]])
             return []
+        if record.kind == "prints":
+            return c.schema_fingerprints(shard, [(p, str(fp)) for p, fp in body["seen"]])
+        if record.kind == "stop":
+            return c.stop_waiting(shard)
         sql, origin = str(body["sql"]), body.get("origin")
         channel = str(body.get("channel", ""))
         if c.resent(shard, sql, origin, channel):
@@ -251,11 +272,46 @@ class Replica:
         data: Mapping[str, Any],
         router: Router,
         configs: Mapping[TargetId, TargetConfig] | None = None,
+        default: TargetConfig = DEFAULT_CONFIG,
     ) -> Replica:
         return cls(
-            restore(data["coordinator"], router, dict(configs or {})),
+            restore(data["coordinator"], router, dict(configs or {}), default),
             int(data["seq"]),
             {ShardId.parse(s): job for s, job in data["owners"]},
             {TargetId.parse(t): int(v) for t, v in data["versions"]},
             [(int(seq), str(why)) for seq, why in data["refused"]],
         )
+
+
+# --- the target-level decisions, as the owner reads them -----------------------------------
+
+
+def decision_to_json(d: CreateTarget | ApplyDDL) -> dict[str, Any]:
+    """A downstream change the fold decided, as JSON (every replica decides the same one
+    at the same version, so whichever job publishes it first publishes the one text)."""
+    out: dict[str, Any] = {
+        "target": str(d.target),
+        "schema": schema_to_json(d.schema),
+        "statement": d.statement,
+        "reason": d.reason,
+    }
+    if isinstance(d, ApplyDDL):
+        out["kind"] = "alter"
+        out["specs"] = specs_to_json(d.specs)
+    else:
+        out["kind"] = "create"
+    return out
+
+
+def decision_from_json(data: Mapping[str, Any]) -> CreateTarget | ApplyDDL:
+    try:
+        target = TargetId.parse(str(data["target"]))
+        schema = schema_from_json(data["schema"])
+        if data["kind"] == "create":
+            return CreateTarget(target, schema, str(data["statement"]), str(data["reason"]))
+        if data["kind"] == "alter":
+            specs = specs_from_json(data["specs"])
+            return ApplyDDL(target, specs, schema, str(data["statement"]), str(data["reason"]))
+    except (KeyError, TypeError, ValueError, ShardMergeError) as e:
+        raise GroupError(f"not a downstream change of the group log: {data!r}: {e}") from e
+    raise GroupError(f"unknown downstream change kind {data.get('kind')!r}")

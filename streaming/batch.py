@@ -21,6 +21,7 @@ The write slots of every Delta write are taken from one ledger, ``streaming.slot
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -30,9 +31,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from coordinator.coordinator import Coordinator, UnknownShardError, WaitView
-from coordinator.decisions import Release
+from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Release, Rename
+from coordinator.fingerprints import fingerprints_change
+from coordinator.group import Folded, Record, Replica
 from coordinator.ids import ShardId, TargetId
 from coordinator.moves import MoveCommand
+from coordinator.routing import TableKind
 from coordinator.state import restore, snapshot
 from coordinator.target import ConflictError
 from shardmerge.errors import ShardMergeError
@@ -59,6 +63,7 @@ from streaming.delta_sink import DeltaSink
 from streaming.epochs import Epochs
 from streaming.executor import Executor
 from streaming.faults import crash_point
+from streaming.group import GroupMember
 from streaming.hadoop_fs import join
 from streaming.local_frame import local_frame
 from streaming.moving import MOVE_WAIT, MoveKeeper
@@ -111,6 +116,10 @@ class Stats:
     downstream_ddl: list[str] = field(default_factory=list)
     refused_ddl: list[str] = field(default_factory=list)
     command_errors: list[str] = field(default_factory=list)
+    # In a group (docs/groups.md): records this batch appended to the group log, and the
+    # seconds its write step waited for the owner to bring its targets to their versions.
+    group_records: int = 0
+    gate_seconds: float = 0.0
 
 
 class BatchProcessor:
@@ -131,6 +140,13 @@ class BatchProcessor:
         self.topic_ids = TopicIds(spark, settings)
         # One run writes per checkpoint: a newer run's epoch stops this one (step 1).
         self.epochs = Epochs.claim(settings.checkpoint, spark, app_id=self.app_id)
+        # One of several jobs writing the same targets (streaming.group).
+        self.group: GroupMember | None = None
+        if settings.coordination is not None:
+            from streaming.group import Ticker
+
+            self.group = GroupMember(spark, settings, self.app_id)
+            self.group.start(Ticker(spark, settings))
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         _Batch(self, df, batch_id).run()
@@ -148,6 +164,18 @@ class BatchProcessor:
         keeper = MoveKeeper(moves, self.router, data.get("moves"))
         return c, set(data.get("applied_commands", [])), dict(data.get("topic_ids", {})), keeper
 
+    def replica(self, c: Coordinator, batch: int) -> Replica:
+        """A group member's replica saved with the batch before ``batch`` (its
+        coordinator: ``c``)."""
+        data = self.store.load_before(batch)
+        saved = (data or {}).get("group")
+        if saved is None:
+            return Replica(c)
+        return Replica.restore(
+            {**saved, "coordinator": data["coordinator"]},  # type: ignore[index]
+            self.router, self.settings.target_configs(), self.settings.default_config(),
+        )  # fmt: skip
+
     def coordinator_from(self, saved: dict[str, Any]) -> Coordinator:
         """The coordinator of a saved state (``coordinator.state.snapshot``)."""
         configs, default = self.settings.target_configs(), self.settings.default_config()
@@ -160,7 +188,7 @@ class _Batch(WriteStep):
         # foreachBatch hands a DataFrame of a cloned session: temp views, SQL and the
         # transaction confs must all use that session.
         self.spark = df.sparkSession
-        self.sink = DeltaSink(self.spark, p.app_id)
+        self.sink = DeltaSink(self.spark, p.app_id, shared=p.group is not None)
         self.stash = Stash(self.spark, p.stash_path, p.app_id)
         self.df = df
         self.parsed: list[DataFrame] = []  # persisted parses of the batch (step 3)
@@ -172,16 +200,27 @@ class _Batch(WriteStep):
         self.caught: list[SourceSettings] = []  # sources caught up: streaming.caught_up
         # upstream source ids (Debezium's server name) whose rows came from caught sources
         self.caught_sources: set[str] = set()
+        self.group = p.group
+        self.replica: Replica | None = None
 
     def run(self) -> None:
         started = time.monotonic()
+        if self.group is not None:
+            self.group.begin()  # one batch at a time, and only while this member's lease holds
+        done = False
         try:
             self._run(started)
+            done = True
         except ConflictError as e:
             self.p.store.save_failure(self.state_json({"error": str(e)}))
             raise
         finally:
             self.spark.sparkContext.setJobDescription(None)
+            if self.group is not None:
+                if done and self.replica is not None:
+                    self.group.finish(self.replica, self.batch)
+                else:
+                    self.group.abort()
 
     def state_json(self, extra: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -191,8 +230,60 @@ class _Batch(WriteStep):
             "locks": self.moves.locks([_lock_json(v) for v in self.c.locks()]),
             "waiting": [_wait_json(w) for w in self.c.waiting()],
             **({"moves": self.moves.to_json()} if self.moves else {}),
+            **({"group": self.group_json()} if self.replica is not None else {}),
             **extra,
         }
+
+    def group_json(self) -> dict[str, Any]:
+        """The replica as saved beside the coordinator (its coordinator is that one)."""
+        assert self.replica is not None
+        saved = self.replica.snapshot()
+        del saved["coordinator"]
+        return saved
+
+    # --- a group member's coordinator (streaming.group) --------------------------------------
+
+    def tell(self, kind: Any, shard: ShardId, key: str, body: dict[str, Any]) -> Folded | None:
+        """What this job would tell its coordinator, appended to the group log as a
+        record (its id: ``key``, which a re-run batch gives again), then the log folded
+        up to it: the others' records before it first, each decision about this job's
+        shards executed (G2, G3). The fold of the record itself, if it was folded now."""
+        assert self.group is not None and self.replica is not None
+        record = Record(f"{self.group.member}:{key}", self.group.member, kind,
+                        {"shard": str(shard), **body})  # fmt: skip
+        seq = self.group.append(record)
+        self.stats.group_records += 1
+        folded = self.fold(seq)
+        return next((f for f in folded if f.seq == seq), None)
+
+    def fold(self, mine_until: int) -> list[Folded]:
+        """Fold the group log (up to this job's next record above ``mine_until``) and
+        execute the decisions about this job's shards."""
+        assert self.group is not None and self.replica is not None
+        folded = self.group.fold(self.replica, mine_until)
+        self.c = self.ex.c = self.replica.coordinator
+        for f in folded:
+            if f.refused and f.record.job == self.group.member:
+                log.error("batch %s: group log record %s not taken: %s", self.batch,
+                          f.record.id, f.refused)  # fmt: skip
+            self.ex.run(self.own(f.decisions))
+        return folded
+
+    def own(self, decisions: tuple[Decision, ...] | list[Decision]) -> list[Decision]:
+        """The decisions this job executes: those about its own shards (the owner runs
+        the downstream changes, streaming.group)."""
+        if self.replica is None:
+            return list(decisions)
+        mine = self.group.member if self.group else ""
+        owners = self.replica.owners
+        out: list[Decision] = []
+        for d in decisions:
+            if isinstance(d, CreateTarget | ApplyDDL):
+                continue
+            shard = d.new if isinstance(d, Rename) else d.shard
+            if owners.get(shard, mine) == mine:
+                out.append(d)
+        return out
 
     def step(self, name: str) -> None:
         """Tag the Spark jobs that follow with the batch and protocol step, so that Spark's
@@ -243,6 +334,11 @@ class _Batch(WriteStep):
         self.ex = Executor(
             self.c, self.sink, self.p.settings, self.slots, schemas, stash=self.stash
         )
+        if self.group is not None:
+            # The group log's records since the saved batch (the others', and this job's
+            # own only when this batch appends them again: streaming.group.fold).
+            self.replica = self.p.replica(self.c, self.batch)
+            self.fold(self.replica.seq)
         commands = self.p.store.intent(self.batch, applied)
         # 2. operator commands
         for cmd in commands:
@@ -254,13 +350,17 @@ class _Batch(WriteStep):
             moves_before = self.moves.to_json()
             try:
                 command = command_of(cmd)
+                decisions: list[Decision] = []
                 if isinstance(command, MoveCommand):
                     self.moves.command(command, self)
-                    decisions = []
+                elif self.group is not None:
+                    # The whole group takes it, at its place in the log (G2).
+                    self.group_command(cmd["id"], command)
                 else:
                     decisions = self.c.command(command)
             except (ShardMergeError, ValueError) as e:
-                self.c = self.ex.c = self.p.coordinator_from(before)
+                if self.replica is None:  # a group's replica restores itself (its fold)
+                    self.c = self.ex.c = self.p.coordinator_from(before)
                 self.moves = self.moves.restored(moves_before)
                 self.stats.command_errors.append(f"{cmd['words']}: {e}")
                 log.error("operator command %r refused: %s", cmd["words"], e)
@@ -308,7 +408,11 @@ class _Batch(WriteStep):
             # The row schemas of online-DDL shadow tables, for a cut-over in this batch or
             # a later one whose shadow's CREATE was never read.
             for shard, seen in sorted(first.shadows.items(), key=lambda kv: str(kv[0])):
-                self.c.shadow_rows(shard, seen)
+                if self.replica is None:
+                    self.c.shadow_rows(shard, seen)
+                elif self.p.router.kind(shard) is TableKind.SHADOW:
+                    self.tell("shadow", shard, f"shadow:{shard}:{_key(seen)}",
+                              {"seen": [list(x) for x in seen]})  # fmt: skip
             if self.moves:
                 self.moves.settle(self, planner)  # an abort's deferred statements
             for j, r in enumerate(controls):
@@ -327,6 +431,11 @@ class _Batch(WriteStep):
                     raise
                 crash_point("after_ddl")
             self.decided(planner, shards, prints)
+            if self.group is not None and self.replica is not None:
+                # G4: write only once every target has the version this fold decided.
+                self.step("group gate")
+                self.stats.gate_seconds = round(self.group.gate(self.replica, self.spark), 3)
+                self.ex.schemas.update(self.c.downstream_schemas())
             self.stats.ddl = sum(r["op"] in ("ddl", "t") for r in controls)
             self.stats.decide_seconds = round(time.monotonic() - decide_start, 3)
             obs.lap("decide")
@@ -422,6 +531,9 @@ class _Batch(WriteStep):
         channel = f"{r['topic']}[{r['partition']}]"
         if self.moves and not taken and self.moves.take(as_dict(r), position, self):
             return  # a move's: recorded, queued, deferred or waiting (streaming.moving)
+        if self.replica is not None:
+            self.group_ddl(r, shard, sql, position, origin, channel, planner)
+            return
         if self.c.resent(shard, sql, origin, channel):
             # The rows sent again with it are older than its shard's last DDL: they are
             # written under the plan of their own position, like any late row.
@@ -444,6 +556,36 @@ class _Batch(WriteStep):
         planner.close(segs, decisions)
         self.ex.run(decisions)
 
+    def group_ddl(
+        self,
+        r: Any,
+        shard: ShardId,
+        sql: str,
+        position: Any,
+        origin: Any,
+        channel: str,
+        planner: Planner,
+    ) -> None:
+        """A control event of a group member: a ``ddl`` record, folded in log order."""
+        cut = table_level(r)
+        segs = planner.cut(touched(r, self.c.registered()), position) if cut else []
+        body = {"sql": sql, "position": position, "origin": origin, "channel": channel}
+        mine = self.tell("ddl", shard, f"ddl:{_key(position)}", body)
+        if mine is not None and mine.refused:
+            self.dead.append((r["topic"], r["partition"], r["offset"], mine.refused))
+        planner.close(segs, self.own(mine.decisions) if mine is not None else [])
+
+    def group_command(self, cid: str, command: Any) -> None:
+        """An operator command given to this job: the group's, through the log."""
+        assert self.group is not None
+        record = Record(f"{self.group.member}:command:{cid}", self.group.member, "command",
+                        {"command": command.to_json()})  # fmt: skip
+        seq = self.group.append(record)
+        self.stats.group_records += 1
+        folded = next((f for f in self.fold(seq) if f.seq == seq), None)
+        if folded is not None and folded.refused:
+            raise ValueError(folded.refused)
+
     def decided(
         self,
         planner: Planner,
@@ -454,7 +596,11 @@ class _Batch(WriteStep):
         # its last DDL is ahead of a DDL not yet received (a type change names no new
         # column): the shard waits from that row on (coordinator.fingerprints).
         for shard, seen in sorted(prints.items(), key=lambda kv: str(kv[0])):
-            self.ex.run(self.c.schema_fingerprints(shard, seen))
+            if self.replica is None:
+                self.ex.run(self.c.schema_fingerprints(shard, seen))
+            elif fingerprints_change(self.c.shard_state(shard), seen):
+                self.tell("prints", shard, f"prints:{shard}:{_key(seen)}",
+                          {"seen": [list(x) for x in seen]})  # fmt: skip
         self.stop_waiting()
         released = {d.shard for d in self.ex.work.releases}
         planner.finish(sorted(set(shards) | released, key=str))
@@ -479,7 +625,10 @@ class _Batch(WriteStep):
                 self.batch, w.shard, w.since,
             )  # fmt: skip
             self.stats.ddl_never_came += 1
-            self.ex.run(self.c.stop_waiting(w.shard))
+            if self.replica is None:
+                self.ex.run(self.c.stop_waiting(w.shard))
+            else:
+                self.tell("stop", w.shard, f"stop:{w.shard}:{_key(w.since)}", {})
 
     def before(self, rows: DataFrame, rest: list[Any]) -> DataFrame:
         """The rows that come before every control event of ``rest``: positioned before
@@ -508,7 +657,11 @@ class _Batch(WriteStep):
             if seg.closed or seg.plan.route.action != "unknown" or seg.shard not in shards:
                 continue
             first = seg.after if seg.after is not None else shards[seg.shard]
-            self.ex.run(self.c.await_ddl(seg.shard, first, ""))
+            if self.replica is None:
+                self.ex.run(self.c.await_ddl(seg.shard, first, ""))
+            else:
+                self.tell("await", seg.shard, f"await:{seg.shard}:{_key(first)}",
+                          {"position": first, "reason": ""})  # fmt: skip
             planner.refresh(seg)
 
 
@@ -598,6 +751,11 @@ def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:
             shadows.setdefault(shard, []).append((position, texts[(shard, fp_text)]))
     caught_sources = {s for s, all_caught in sources.items() if all_caught}
     return FirstRows(shards, prints, shadows, caught_sources, keysets, twice)
+
+
+def _key(value: Any) -> str:
+    """A position (or positions) as part of a group record's id."""
+    return json.dumps(value, separators=(",", ":"), default=str)
 
 
 def _repeated(names: tuple[str, ...]) -> str:

@@ -88,6 +88,8 @@ class CaughtUp:
             )  # fmt: skip
             return []
         wanted = sum(2 if split else 1 for split in self.layout)
+        if self.settings.coordination is not None:
+            wanted += 1  # the group's tick source, last (streaming.job.read_kafka)
         if len(lines) != wanted:
             log.warning(
                 "batch %d: the offsets log has %d sources, the query %d: no source counts as "

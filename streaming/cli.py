@@ -213,6 +213,57 @@ def _move(args: argparse.Namespace) -> int:
     return 0
 
 
+def _group(args: argparse.Namespace) -> int:
+    """``group show``: the group's members (live or down, by their heartbeats' own
+    timestamps), the owner's term, and per target the decided and applied versions."""
+    import time
+
+    from shardmerge.printable import printable
+    from streaming.config import load_settings
+    from streaming.group import beat_views, group_status
+    from streaming.group_store import group_store
+    from streaming.local_fs import local_path
+
+    settings = load_settings(args.config)
+    co = settings.coordination
+    if co is None:
+        print(f"{args.config}: no coordination settings: this job is its targets' only writer")
+        return 2
+    root = settings.group_root()
+    spark = None
+    if local_path(root) is None:
+        from streaming.spark_session import session_for_job
+
+        spark = session_for_job("shardmerge-cli")
+    store = group_store(root, spark)
+    status = group_status(store, settings, beat_views(store, co, time.time()))
+    if args.json:
+        print(json.dumps(status, indent=2, sort_keys=True))
+        return 0
+    owner = status["owner"]
+    print(f"group {co.group} (lease {co.lease_s:g} s), {status['log']} log records, store {root}")
+    if owner is None:
+        print("owner: no term claimed yet")
+    else:
+        state = "live" if owner["live"] else "DOWN: the next live member takes the term"
+        print(f"owner: {owner['member']} (term {owner['term']}, epoch {owner['epoch']}), {state}")
+    head = f"{'member':16} {'epoch':>5} {'state':5} {'beat age':>9} {'ack':>6} {'batch':>7}"
+    print(f"{head}  waiting")
+    for m in status["members"]:
+        age = "-" if m["silent_s"] == float("inf") else f"{m['silent_s']:.0f} s"
+        print(f"{m['member']:16} {_dash(m['epoch']):>5} {'live' if m['live'] else 'DOWN':5} "
+              f"{age:>9} {_dash(m['ack']):>6} {_dash(m['batch']):>7}  "
+              f"{printable(m['waiting']) or '-'}")  # fmt: skip
+    print(f"{'target':32} {'decided':>7} {'applied':>7}")
+    for t in status["targets"]:
+        print(f"{t['target']:32} {t['decided']:>7} {t['applied']:>7}")
+    return 0
+
+
+def _dash(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
 def _move_command(args: argparse.Namespace, progress: dict[str, Any]) -> tuple[str | None, Any]:
     """The command ``move abort|switch`` asks for, or why it is refused against the latest
     saved state (an unknown move, one that cannot take it, positions that do not parse)."""
@@ -365,6 +416,17 @@ def add_job_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="to's source's binlog position once the copy caught up, before its first write",
     )
     switch.set_defaults(func=_move)
+
+    group = verbs.add_parser(
+        "group", help="several jobs on one target (docs/groups.md): members, owner, versions"
+    )
+    group_verbs = group.add_subparsers(dest="group_verb", required=True)
+    gshow = group_verbs.add_parser(
+        "show", help="members (live or down), the owner's term, decided and applied versions"
+    )
+    gshow.add_argument("--config", required=True)
+    gshow.add_argument("--json", action="store_true", help="machine-readable output")
+    gshow.set_defaults(func=_group)
 
     history = verbs.add_parser(
         "history",

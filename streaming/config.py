@@ -263,6 +263,51 @@ class OpsSettings(_Frozen):
         return self
 
 
+_MEMBER = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
+
+
+class CoordinationSettings(_Frozen):
+    """Several jobs writing the same targets (a group, docs/groups.md)."""
+
+    group: str = Field(pattern=_MEMBER, description="the group's name (shared by its jobs)")
+    member: str = Field(pattern=_MEMBER, description="this job's name in the group")
+    members: list[str] = Field(
+        min_length=1,
+        description="every job of the group, in the order the owner's term passes on "
+        "(the same list in every job)",
+    )
+    lease_s: float = Field(
+        30.0,
+        gt=0,
+        description="a member whose heartbeat has not changed for this long is down: the "
+        "owner stops waiting for it, and the member itself stops writing",
+    )
+    heartbeat_s: float = Field(
+        2.0, gt=0, description="how often a member writes its heartbeat and folds the log"
+    )
+    store: str | None = Field(
+        None,
+        description="the group store's URI (default SINK/_shardmerge/groups/GROUP); every "
+        "job of the group must name the same one",
+    )
+    gate_timeout_s: float = Field(
+        600.0,
+        gt=0,
+        description="a batch waits at most this long for the owner to bring a target to the "
+        "version the group decided; then it fails and runs again",
+    )
+
+    @model_validator(mode="after")
+    def _member_listed(self) -> CoordinationSettings:
+        if self.member not in self.members:
+            raise ValueError(f"coordination.member {self.member!r} is not in members")
+        if len(set(self.members)) != len(self.members):
+            raise ValueError("coordination.members names a job twice")
+        if self.heartbeat_s * 2 > self.lease_s:
+            raise ValueError("coordination.lease_s must be at least twice heartbeat_s")
+        return self
+
+
 class Settings(_Frozen):
     kafka: KafkaSettings
     sources: list[SourceSettings] = Field(min_length=1)
@@ -301,6 +346,35 @@ class Settings(_Frozen):
         "server, split by keys, or several merged into one (docs/moves.md; the pure core "
         "and the memory engine only for now) (env SHARDMERGE__MOVES)",
     )
+
+    coordination: CoordinationSettings | None = Field(
+        None,
+        description="this job is one of several writing the same targets (docs/groups.md); "
+        "unset: the job is the targets' only writer",
+    )
+
+    @model_validator(mode="after")
+    def _group_without_moves(self) -> Settings:
+        if self.coordination is None:
+            return self
+        if self.moves:
+            raise ValueError("moves are not supported in a group yet (docs/groups.md)")
+        strict = [n for n, t in self.targets.items() if t.strict] + (
+            ["default_target"] if self.default_target.strict else []
+        )
+        if strict:
+            raise ValueError(
+                f"strict targets are not supported in a group yet: {', '.join(strict)} "
+                "(docs/groups.md)"
+            )
+        return self
+
+    def group_root(self) -> str:
+        """The group store's URI (``coordination.store``, else under the sink)."""
+        assert self.coordination is not None
+        return self.coordination.store or join(
+            self.sink.path, "_shardmerge", "groups", self.coordination.group
+        )
 
     @model_validator(mode="after")
     def _moves_fit(self) -> Settings:

@@ -17,6 +17,9 @@
 from __future__ import annotations
 
 import json
+import logging
+import random
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
@@ -119,10 +122,32 @@ def txn(spark: SparkSession, app_id: str, version: int) -> Iterator[None]:
         spark.conf.unset("spark.databricks.delta.write.txnVersion")
 
 
+log = logging.getLogger("shardmerge.sink")
+
+# Delta's commit conflicts between writers of data only: the write read files another
+# commit changed, or another commit added files its condition may match. Run again, the
+# write reads the newer table. (A schema or protocol change is not among them.)
+# (Python raises them as delta.exceptions.captured.*, the JVM names its error class.)
+DATA_CONFLICTS = (
+    "ConcurrentAppendException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentDeleteDeleteException",
+    "DELTA_CONCURRENT_APPEND",
+    "DELTA_CONCURRENT_DELETE_READ",
+    "DELTA_CONCURRENT_DELETE_DELETE",
+)
+CONFLICT_ATTEMPTS = 30
+CONFLICTS = [0]  # writes run again after a data conflict, in this process (metrics)
+
+
 class DeltaSink:
-    def __init__(self, spark: SparkSession, app_id: str) -> None:
+    def __init__(self, spark: SparkSession, app_id: str, *, shared: bool = False) -> None:
         self.spark = spark
         self.app_id = app_id  # the checkpoint's: every idempotent write carries it
+        # Several jobs write the table (a group): a write that lost Delta's commit race to
+        # another job's, on data only, is run again (its transaction version makes that
+        # safe); a change of the table's schema or protocol still fails the batch.
+        self.shared = shared
 
     def table(self, path: str) -> str:
         return table_at(path)
@@ -297,13 +322,14 @@ class DeltaSink:
         sets = ", ".join(f"t.{ident(c)} = s.{ident(c)}" for c in columns)
         cols = ", ".join(ident(c) for c in columns)
         vals = ", ".join(f"s.{ident(c)}" for c in columns)
+        sql = (
+            f"MERGE INTO {self.table(path)} t USING {view} s ON {on} "
+            "WHEN MATCHED AND s._action = 'd' THEN DELETE "
+            f"WHEN MATCHED THEN UPDATE SET {sets} "
+            f"WHEN NOT MATCHED AND s._action <> 'd' THEN INSERT ({cols}) VALUES ({vals})"
+        )
         with txn(self.spark, self.app_id, version):
-            result = self.spark.sql(
-                f"MERGE INTO {self.table(path)} t USING {view} s ON {on} "
-                "WHEN MATCHED AND s._action = 'd' THEN DELETE "
-                f"WHEN MATCHED THEN UPDATE SET {sets} "
-                f"WHEN NOT MATCHED AND s._action <> 'd' THEN INSERT ({cols}) VALUES ({vals})"
-            )
+            result = self.retrying(path, lambda: self.spark.sql(sql))
         self.spark.catalog.dropTempView(view)
         done = _counts(result)
         return {k: done.get(f"num_{k}_rows", 0) for k in ("inserted", "updated", "deleted")}
@@ -323,9 +349,32 @@ class DeltaSink:
 
     def delete(self, path: str, where: str, version: int) -> int:
         """Rows deleted, as Delta reports them (0 when the version was done already)."""
+        sql = f"DELETE FROM {self.table(path)} WHERE {where}"
         with txn(self.spark, self.app_id, version):
-            result = self.spark.sql(f"DELETE FROM {self.table(path)} WHERE {where}")
+            result = self.retrying(path, lambda: self.spark.sql(sql))
         return _counts(result).get("num_affected_rows", 0)
+
+    def retrying(self, path: str, write: Callable[[], DataFrame]) -> DataFrame:
+        """``write``, run again while it loses Delta's commit race to another writer of a
+        shared table on data alone (:data:`DATA_CONFLICTS`), at most
+        :data:`CONFLICT_ATTEMPTS` times."""
+        for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+            try:
+                return write()
+            except Exception as e:
+                text = str(e)
+                if (
+                    not self.shared
+                    or attempt == CONFLICT_ATTEMPTS
+                    or not any(c in text for c in DATA_CONFLICTS)
+                ):
+                    raise
+                CONFLICTS[0] += 1
+                kind = next(c for c in DATA_CONFLICTS if c in text)
+                log.warning("%s: %s (another job's commit); writing again (attempt %d)",
+                            path, kind, attempt + 1)  # fmt: skip
+                time.sleep(random.uniform(0.05, 0.25 * attempt))
+        raise AssertionError("unreachable")
 
     def rehome(
         self,

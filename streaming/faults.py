@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 __all__ = [
+    "GROUP_POINTS",
     "POINTS",
     "RAISE_POINTS",
     "InjectedFault",
@@ -51,19 +52,29 @@ POINTS = (
     "before_state",  # every write done, state not saved
     "after_state",  # state saved, Spark's commit not yet written
 )
+# A group's owner (streaming.group): its ALTER done, the table's new version not recorded.
+GROUP_POINTS = ("group_before_alter", "group_after_alter")
 # Whether the stash exists, when a batch reads the held rows it releases.
 RAISE_POINTS = ("stash_read",)
 _seen: Counter[str] = Counter()
 _raised: Counter[str] = Counter()
 _crash = os.environ.get("SHARDMERGE_CRASH_AT")
+# ``point:n``: the process stops itself (SIGSTOP) the n-th time it reaches ``point``, as a
+# long pause would (scripts/group-test continues it).
+_pause = os.environ.get("SHARDMERGE_PAUSE_AT")
 _storage = os.environ.get("SHARDMERGE_STORAGE_FAULT")
 log = logging.getLogger("shardmerge.faults")
 
 
 def crash_point(name: str) -> None:
-    if _crash is None and _storage is None:
+    if _crash is None and _storage is None and _pause is None:
         return
     _seen[name] += 1
+    if _pause is not None:
+        point, _, count = _pause.partition(":")
+        if point == name and _seen[name] == int(count or 1):
+            log.warning("fault: pausing (SIGSTOP) at %s", _pause)
+            os.kill(os.getpid(), signal.SIGSTOP)
     if _crash is not None:
         point, _, count = _crash.partition(":")
         if point == name and _seen[name] == int(count or 1):

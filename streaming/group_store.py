@@ -76,6 +76,11 @@ class Records(Protocol):
         """The record names in ``folder``, sorted (none when it does not exist)."""
         ...
 
+    def replace(self, uri: str, data: bytes) -> None:
+        """Write ``data`` under ``uri`` whatever is there: only for a record one writer
+        owns (a member's heartbeat). A reader may find it absent for a moment."""
+        ...
+
 
 class LocalRecords:
     """Records on the local filesystem: written whole to a temporary file, synced, then
@@ -111,6 +116,14 @@ class LocalRecords:
         except FileNotFoundError:
             return None
 
+    def replace(self, uri: str, data: bytes) -> None:
+        path = self._path(uri)
+        folder = os.path.dirname(path) or "."
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, f"{_TMP_PREFIX}{uuid.uuid4().hex}")
+        write_synced(tmp, data)
+        os.replace(tmp, path)  # atomic: a reader sees the old record or the new one
+
     def names(self, folder: str) -> list[str]:
         path = self._path(folder)
         if not os.path.isdir(path):
@@ -139,6 +152,9 @@ class HadoopRecords:
 
     def names(self, folder: str) -> list[str]:
         return [n for n in self.fs.names(folder) if not n.startswith(".")]
+
+    def replace(self, uri: str, data: bytes) -> None:
+        self.fs.replace(uri, data)
 
 
 class GroupStore:
@@ -187,6 +203,10 @@ class GroupStore:
         raise GroupStoreError(
             f"no free number in {self.uri(folder)} after {attempts} attempts from {n - attempts}"
         )
+
+    def put(self, name: str, value: dict[str, Any]) -> None:
+        """Write ``value`` under ``name``, replacing what is there (one writer's record)."""
+        self.records.replace(self.uri(name), _encode(value))
 
     def read_numbered(self, folder: str, n: int) -> dict[str, Any] | None:
         return self.read(f"{folder}/{_numbered(n)}")

@@ -127,6 +127,24 @@ class HadoopFs:
     def delete(self, uri: str) -> None:
         self._fs.delete(self._path(uri), False)
 
+    def replace(self, uri: str, data: bytes) -> None:
+        """Write ``data`` under ``uri``, replacing what is there. ``s3a://``: one PUT (the
+        object is replaced whole); elsewhere a temporary file renamed over the name (the
+        name is absent for a moment between the delete and the rename)."""
+        if str(self._fs.getScheme()) == "s3a":
+            stream = self._fs.create(self._path(uri), True)
+            try:
+                stream.write(bytearray(data))
+            finally:
+                stream.close()
+            return
+        tmp = join(uri.rsplit("/", 1)[0], f".tmp-{uuid.uuid4().hex}")
+        self.create(tmp, data)
+        self._fs.delete(self._path(uri), False)
+        if not self._fs.rename(self._path(tmp), self._path(uri)):
+            self.delete(tmp)
+            raise OSError(f"{uri}: the new record could not be renamed into place")
+
 
 CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite"
 

@@ -66,6 +66,14 @@ def read_kafka(
         for i, apart in enumerate(split)
         for frame in _source_frames(spark, settings, i, apart)
     ]
+    if settings.coordination is not None:
+        # The group's ticks for this member: a record there makes Spark run a batch when
+        # the group log changed and this job has no data of its own (streaming.group).
+        from streaming.group import tick_topic
+
+        tick = ("subscribe", tick_topic(settings.coordination))
+        frames.append(_kafka(spark, settings, settings.sources[0], tick, None)
+                      .withColumn("__fmt", F.lit("tick")))  # fmt: skip
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
@@ -86,7 +94,8 @@ def read_parsed(
     formats = sorted({s.format for s in settings.sources})
     frames = []
     for fmt in formats:
-        mine = raw.filter(F.col("__fmt") == fmt) if len(formats) > 1 else raw
+        apart = len(formats) > 1 or settings.coordination is not None  # ticks: no format
+        mine = raw.filter(F.col("__fmt") == fmt) if apart else raw
         parsed = parse(mine, fmt, source_for_topic=settings.topic_sources())
         frames.append(parsed.withColumn("__fmt", F.lit(fmt)))
     df = frames[0]
@@ -152,6 +161,8 @@ def layout_for(settings: Settings, have: int | None) -> list[bool]:
     """:func:`source_layout` given the number of Kafka sources the checkpoint has."""
     wanted = [_subscriptions(s) is not None for s in settings.sources]
     explicit = [s.schema_pattern is not None and s.read_schema_ahead for s in settings.sources]
+    if have is not None and settings.coordination is not None:
+        have -= 1  # the group's tick source comes last
     if have is None or have == len(settings.sources) + sum(wanted):
         return wanted
     if have == len(settings.sources) + sum(explicit):

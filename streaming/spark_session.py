@@ -39,6 +39,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
@@ -74,6 +75,21 @@ _POOL_KEY = "spark.kafka.consumer.cache.capacity"
 # batch, so the default suits it; this bounds the cache by count. Read once, when Delta
 # first builds the cache: set it when the session is built.
 MANY_TABLES_CONF = {"spark.databricks.delta.delta.log.cacheSize": "64"}
+
+
+# The project's Delta log store (jars/logstore, built by scripts/fetch-jars): a commit is
+# created only if no commit has its version, on file: and s3a:, so several drivers can
+# write one table (a group, docs/groups.md). Delta's own stores for them are safe within
+# one driver only. A local session uses it whenever the jar is there; under spark-submit
+# the submitter sets these (docs/cluster.md), and a group member refuses to start without.
+LOGSTORE_CLASS = "io.shardmerge.delta.PutIfAbsentLogStore"
+LOGSTORE_SCHEMES = ("file", "s3a")
+
+
+def logstore_conf(spark_jars: list[Path]) -> dict[str, str]:
+    if not any(str(j).endswith("shardmerge-logstore.jar") for j in spark_jars):
+        return {}
+    return {f"spark.delta.logStore.{s}.impl": LOGSTORE_CLASS for s in LOGSTORE_SCHEMES}
 
 
 def submitted() -> bool:
@@ -160,6 +176,7 @@ def build_spark(
         # substitution inside quoted names).
         **SESSION_CONF,
         **KAFKA_POOL_CONF,
+        **logstore_conf(spark_jars),
         **env_conf(),
         **(extra_conf or {}),
     }

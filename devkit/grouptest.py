@@ -1,0 +1,341 @@
+"""Two jobs, one target: ``scripts/group-test`` (docs/groups.md).
+
+Eight shards of one logical table are captured by two Debezium servers: ``ga`` has
+``db_0..db_3``, ``gb`` has ``db_4..db_7``. Job ``a`` reads ``ga``'s topics, job ``b``
+``gb``'s; both write ``shop.orders`` in one lake, as the group ``g1``. The workload rolls
+three DDLs out over all eight shards (ADD COLUMN, a column rename, a DECIMAL widening),
+so every downstream change needs shards of both jobs. Each case runs the two jobs as
+``shardmerge run`` processes (``python -m streaming.job``), does something to them, and
+waits until the table equals the oracle (the shards' final rows) or a deadline passes:
+
+- ``rollout``: nothing else;
+- ``stop``: job ``b`` is SIGSTOPped past its lease, then continued;
+- ``owner-kill``: the owner (``a``) is killed (SIGKILL) between an ALTER and the record of
+  the table's new version, then started again;
+- ``race``: the owner stops (SIGSTOP) right before an ALTER, past its lease; the other
+  job takes the term and goes on; then the old owner continues.
+
+Each case prints the rows against the oracle (lost, extra, duplicated keys), how many
+times each downstream DDL ran (Delta's history), the owner's terms, and the fenced
+batches (a member that found its lease gone, a write Delta refused).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from devkit.killtest import DDL, canon
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ("rollout", "stop", "owner-kill", "race")
+LEASE_S = 8.0
+
+
+@dataclass
+class CaseReport:
+    case: str
+    seconds: float = 0.0
+    rows: int = 0
+    expected: int = 0
+    lost: int = 0
+    extra: int = 0
+    duplicated: int = 0
+    ddl_runs: dict[str, int] = field(default_factory=dict)
+    terms: list[str] = field(default_factory=list)
+    fenced: int = 0  # batches that failed and ran again: a lease lost, Delta refused a commit
+    retried: int = 0  # writes run again within a batch after a data conflict
+    owner_races: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        ran_once = all(n == 1 for n in self.ddl_runs.values()) and len(self.ddl_runs) == 3
+        return not self.lost and not self.extra and not self.duplicated and ran_once
+
+    def lines(self) -> list[str]:
+        runs = ", ".join(f"{k}={v}" for k, v in sorted(self.ddl_runs.items()))
+        return [
+            f"case {self.case}: {'OK' if self.ok else 'FAILED'} in {self.seconds:.0f} s",
+            f"  rows {self.rows} of {self.expected}: lost={self.lost} extra={self.extra} "
+            f"dup={self.duplicated}",
+            f"  downstream DDL runs: {runs or 'none'}",
+            f"  owner terms: {', '.join(self.terms) or 'none'}; owner races lost: "
+            f"{self.owner_races}",
+            f"  fenced batches (failed, run again): {self.fenced}; writes retried after "
+            f"another job's commit: {self.retried}",
+            *(f"  {n}" for n in self.notes),
+        ]
+
+
+def produce(bootstrap: str, shards: int, rows: int, prefix: str) -> dict[Any, dict[str, Any]]:
+    """The workload, shards split between two sources; the oracle."""
+    from devkit.producer import DebeziumProducer
+    from devkit.workload import Oracle, sharded_workload
+
+    producers = {s: DebeziumProducer(bootstrap, s, topic_namespace=prefix) for s in ("ga", "gb")}
+    oracle = Oracle()
+    for ev in sharded_workload(shards, rows, ddl_at=DDL, seed=11):
+        oracle.take(ev)
+        p = producers["ga" if int(ev.db.split("_")[1]) < shards // 2 else "gb"]
+        if ev.kind == "row":
+            p.row(ev.db, ev.table, ev.op, ev.before, ev.after, ev.schema)  # type: ignore[arg-type]
+        else:
+            p.ddl(ev.db, ev.table, ev.statement or "", ev.schema)
+    for p in producers.values():
+        p.close()
+    return oracle.rows
+
+
+def write_config(work: Path, job: str, bootstrap: str, prefix: str, lake: str) -> Path:
+    path = work / f"{job}.yaml"
+    source = f"g{job}"
+    path.write_text(
+        f"""kafka:
+  bootstrap: "{bootstrap}"
+  max_offsets_per_trigger: 400
+sources:
+  - format: debezium
+    pattern: '{prefix}{source}(\\..*)?'
+    read_schema_ahead: false
+routes:
+  - target: shop.orders
+    table: 'orders_*'
+targets:
+  shop.orders: {{mode: optimistic}}
+sink: {{path: "{lake}"}}
+checkpoint: "{work / ("checkpoint-" + job)}"
+trigger_interval: "1 second"
+restart: {{attempts: 20, initial_backoff_s: 1, max_backoff_s: 4}}
+coordination:
+  group: g1
+  member: {job}
+  members: [a, b]
+  lease_s: {LEASE_S}
+  heartbeat_s: 1
+ops: {{port: 0, generated_token_file: "{work / ("ops-token-" + job)}"}}
+"""
+    )
+    return path
+
+
+class Job:
+    """One ``shardmerge run`` process of the group."""
+
+    def __init__(self, name: str, config: Path, log: Path, env: dict[str, str] | None = None):
+        self.name, self.config, self.log = name, config, log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start(env)
+
+    def start(self, env: dict[str, str] | None = None) -> None:
+        full = {k: v for k, v in os.environ.items() if not k.startswith("SHARDMERGE_CRASH")}
+        full.pop("SHARDMERGE_PAUSE_AT", None)
+        full.update(env or {})
+        out = open(self.log, "ab")  # noqa: SIM115 - the process keeps it
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streaming.job", "--config", str(self.config)],
+            cwd=ROOT, env=full, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+    def signal(self, sig: int) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def stopped_itself(self) -> bool:
+        """Whether the process is in the stopped state (a SIGSTOP it sent itself)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return False
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return fields[0] == "T"
+        return False
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.signal(signal.SIGCONT)
+        self.signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def compare(spark: Any, lake: str, oracle: dict[Any, dict[str, Any]], r: CaseReport) -> bool:
+    path = f"{lake}/shop/orders"
+    try:
+        df = spark.read.format("delta").load(path)
+    except Exception:
+        return False
+    columns = [f.name for f in df.schema.fields if f.name.lower() in _oracle_columns(oracle)]
+    got = [row.asDict() for row in df.collect()]
+    ids = [g["id"] for g in got]
+
+    def key(row: dict[str, Any]) -> tuple[Any, ...]:
+        lowered = {k.lower(): v for k, v in row.items()}
+        return tuple((c.lower(), canon(lowered.get(c.lower()))) for c in sorted(columns))
+
+    have = Counter(key(g) for g in got)
+    want = Counter(key(o) for o in oracle.values())
+    r.rows, r.expected = len(got), len(oracle)
+    r.lost = sum((want - have).values())
+    r.extra = sum((have - want).values())
+    r.duplicated = len(ids) - len(set(ids))
+    return (
+        not r.lost
+        and not r.extra
+        and not r.duplicated
+        and len(columns) == len(_oracle_columns(oracle))
+    )
+
+
+def _oracle_columns(oracle: dict[Any, dict[str, Any]]) -> set[str]:
+    return {c.lower() for row in oracle.values() for c in row}
+
+
+def ddl_runs(spark: Any, lake: str) -> dict[str, int]:
+    """How many commits of the table ran each downstream DDL (Delta's history)."""
+    hist = spark.sql(f"DESCRIBE HISTORY delta.`{lake}/shop/orders`").collect()
+    out: Counter[str] = Counter()
+    for h in hist:
+        op = h["operation"]
+        if op in ("ADD COLUMNS", "CHANGE COLUMN", "RENAME COLUMN", "ALTER COLUMN"):
+            params = h["operationParameters"] or {}
+            what = params.get("columns") or params.get("column") or params.get("newColumnPath")
+            out[f"{op} {_column_name(what)}".strip()] += 1
+    return dict(out)
+
+
+def _column_name(raw: Any) -> str:
+    """The column an ALTER's history entry names (its parameters are JSON text)."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return str(raw)
+    if isinstance(value, list) and value:
+        value = value[0]
+    if isinstance(value, dict):
+        value = value.get("column", value)
+        value = value.get("name", value) if isinstance(value, dict) else value
+    return str(value)
+
+
+def run_case(
+    case: str, bootstrap: str, work: Path, spark: Any, *, shards: int, rows: int,
+    deadline_s: float,
+) -> CaseReport:  # fmt: skip
+    import shutil
+
+    from streaming.group_store import group_store
+
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    prefix = f"{case.replace('-', '')}{int(time.time())}."
+    r = CaseReport(case)
+    started = time.monotonic()
+    oracle = produce(bootstrap, shards, rows, prefix)
+    lake = f"file://{work / 'lake'}"
+    configs = {j: write_config(work, j, bootstrap, prefix, lake) for j in ("a", "b")}
+    env_a: dict[str, str] = {}
+    if case == "owner-kill":
+        env_a = {"SHARDMERGE_CRASH_AT": "group_after_alter:2"}  # the 1st is the CREATE
+    elif case == "race":
+        env_a = {"SHARDMERGE_PAUSE_AT": "group_before_alter:2"}
+    jobs = {
+        "a": Job("a", configs["a"], work / "a.log", env_a),
+        "b": Job("b", configs["b"], work / "b.log"),
+    }
+    stopped_b = continued = False
+    try:
+        while time.monotonic() - started < deadline_s:
+            time.sleep(3)
+            elapsed = time.monotonic() - started
+            a, b = jobs["a"], jobs["b"]
+            if case == "stop" and not stopped_b and elapsed > 25:
+                b.signal(signal.SIGSTOP)
+                stopped_b, stop_at = True, elapsed
+                r.notes.append(f"b SIGSTOPped at {elapsed:.0f} s")
+            if case == "stop" and stopped_b and not continued and elapsed > stop_at + LEASE_S + 10:
+                b.signal(signal.SIGCONT)
+                continued = True
+                r.notes.append(f"b continued at {elapsed:.0f} s")
+            if case == "owner-kill" and a.proc is not None and a.proc.poll() is not None:
+                r.notes.append(f"a died (exit {a.proc.returncode}) at {elapsed:.0f} s; restarted")
+                a.start()
+            if case == "race" and not continued and a.stopped_itself():
+                if not stopped_b:
+                    stopped_b, stop_at = True, elapsed
+                    r.notes.append(f"a stopped itself before an ALTER at {elapsed:.0f} s")
+                elif elapsed > stop_at + LEASE_S + 15:
+                    a.signal(signal.SIGCONT)
+                    continued = True
+                    r.notes.append(f"a continued at {elapsed:.0f} s")
+            if case == "race" and stopped_b and not continued:
+                continue
+            if compare(spark, lake, oracle, r):
+                break
+        else:
+            r.notes.append(f"deadline of {deadline_s:.0f} s passed")
+    finally:
+        for j in jobs.values():
+            j.stop()
+    compare(spark, lake, oracle, r)
+    r.seconds = time.monotonic() - started
+    with contextlib.suppress(Exception):
+        r.ddl_runs = ddl_runs(spark, lake)
+    store = group_store(f"{lake}/_shardmerge/groups/g1")
+    for n in store.numbers("terms"):
+        t = store.read_numbered("terms", n) or {}
+        r.terms.append(f"{n}:{t.get('member')}@{t.get('epoch')}")
+    for j in ("a", "b"):
+        text = (work / f"{j}.log").read_text(errors="replace")
+        r.fenced += (
+            text.count("LeaseLost")
+            + text.count("ConcurrentModification")
+            + text.count("MetadataChangedException")
+        )
+        r.owner_races += text.count("recorded it first")
+    return r
+
+
+def main() -> int:
+    from devkit import kafka_local
+    from streaming.spark_session import build_spark
+
+    parser = argparse.ArgumentParser(description="two shardmerge jobs writing one Delta table")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"of {', '.join(CASES)}")
+    parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--rows", type=int, default=300, help="row changes per shard")
+    parser.add_argument("--deadline", type=float, default=300.0, help="seconds per case")
+    parser.add_argument("--workdir", default=str(ROOT / ".state" / "grouptest"))
+    args = parser.parse_args()
+    work = Path(args.workdir)
+    reports = []
+    with kafka_local.running("grouptest", work / "kafka") as broker:
+        spark = build_spark("shardmerge-grouptest")
+        for case in args.cases.split(","):
+            print(f"== {case}", file=sys.stderr, flush=True)
+            r = run_case(case, broker.bootstrap, work / case, spark, shards=args.shards,
+                         rows=args.rows, deadline_s=args.deadline)  # fmt: skip
+            reports.append(r)
+            print("\n".join(r.lines()), flush=True)
+    ok = all(r.ok for r in reports)
+    print("OK: every case lost=0 dup=0, each DDL ran once" if ok else "FAILED")
+    print("logs:", shlex.quote(str(work)))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,665 @@
+"""This job as a member of a group: several jobs writing the same targets (docs/groups.md).
+
+The rules are coordinator/PROTOCOL.md's "Groups" (G1-G5); this module runs them against the
+group store (``streaming.group_store``), under ``coordination.store``:
+
+- ``log/N.json``: the group log (records of ``coordinator.group``). A batch appends what it
+  would have told its coordinator and folds the log (``streaming.batch``); an append whose
+  id the log holds already returns that record's number (a batch run again appends
+  nothing twice).
+- ``members/M/epochs/N.json``: each start of member ``M`` claims the next epoch; a run that
+  finds a newer one stops (:class:`~streaming.epochs.Superseded`): two drivers of one
+  member never both write.
+- ``members/M/beat.json``: ``M``'s heartbeat, replaced every ``heartbeat_s`` by a thread
+  of its driver: a counter, and its *acknowledgement* (``ack``): the log number every write
+  it may still make was planned at or beyond. Liveness is judged by the reader's own
+  clock: a member whose counter has not changed for ``lease_s`` is down (no clock is
+  compared across machines).
+- ``terms/N.json``: the owner's terms. The newest term's member is the owner while it is
+  live; when it is not, the first live member of ``members`` claims the next term
+  (put-if-absent: one winner).
+- ``decisions/T/V.json``: target ``T``'s downstream change at version ``V`` (1: its
+  creation), published by whichever job folded it first (every replica decides the same).
+- ``applied/T/V.json``: written by the owner once the table has version ``V``.
+
+**The gate** (G4): before its write step a batch waits until every target has the version
+its replica decided (``applied`` up to it); it never writes an old schema's rows after a
+newer version was decided, nor a new schema's before the table has it. **The owner**
+(G5): runs version ``V`` only when every live member acknowledged its decision's record,
+in a batch's gate or from the heartbeat thread when the driver is idle. **Fencing**: a
+member whose own heartbeat has not been written for ``lease_s`` stops writing (its batch
+fails and runs again: :class:`LeaseLost`), and Delta's commit check refuses a write whose
+table changed underneath it (the batch runs again, folding the newer log).
+"""
+
+from __future__ import annotations
+
+import calendar
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from coordinator.decisions import ApplyDDL, CreateTarget
+from coordinator.group import (
+    Folded,
+    Record,
+    Replica,
+    decision_from_json,
+    decision_to_json,
+)
+from coordinator.ids import TargetId
+from shardmerge.errors import ShardMergeError
+from streaming.config import CoordinationSettings, Settings
+from streaming.epochs import Superseded
+from streaming.faults import crash_point
+from streaming.group_store import GroupStore, group_store, probe
+from streaming.slots import Slots
+
+__all__ = ["GroupMember", "GroupWaitTimeout", "LeaseLost", "MemberView", "Ticker", "tick_topic"]
+
+log = logging.getLogger("shardmerge.group")
+
+
+class LeaseLost(ShardMergeError):
+    """This member's heartbeat was not written for its lease: the owner may have gone on
+    without it, so it writes nothing until a batch run again has folded the log."""
+
+
+class GroupWaitTimeout(ShardMergeError):
+    """A batch waited ``gate_timeout_s`` for a target to reach its decided version."""
+
+
+@dataclass(frozen=True)
+class MemberView:
+    """One member as this job sees it (``shardmerge group show``, metrics, the dashboard)."""
+
+    member: str
+    epoch: int | None
+    live: bool
+    beat: int | None
+    silent_s: float  # since its heartbeat last changed, by this job's clock
+    ack: int | None
+    batch: int | None
+    waiting: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "member": self.member,
+            "epoch": self.epoch,
+            "live": self.live,
+            "beat": self.beat,
+            "silent_s": round(self.silent_s, 1),
+            "ack": self.ack,
+            "batch": self.batch,
+            "waiting": self.waiting,
+        }
+
+
+def shared_log_store(spark: Any, sink: str) -> None:
+    """Refuse a sink whose Delta log store lets two drivers overwrite each other's commit:
+    ``file:`` and ``s3a://`` need the project's (``streaming.spark_session.LOGSTORE_CLASS``);
+    HDFS and ABFS's own create a commit only if absent."""
+    from streaming.spark_session import LOGSTORE_CLASS
+
+    scheme = urlsplit(sink).scheme.lower() or "file"
+    if scheme not in ("file", "s3a"):
+        return
+    key = f"spark.delta.logStore.{scheme}.impl"
+    have = spark.sparkContext.getConf().get(key)
+    if have != LOGSTORE_CLASS:
+        raise ShardMergeError(
+            f"the sink {sink} is written by several jobs of a group, and Delta's log store "
+            f"for {scheme}: ({have or 'its default'}) is safe for one driver only: two jobs "
+            f"would overwrite each other's commits. Set {key}={LOGSTORE_CLASS} and ship "
+            "shardmerge-logstore.jar (scripts/fetch-jars builds it; docs/groups.md)"
+        )
+
+
+def group_status(
+    store: GroupStore, settings: Settings, members: list[MemberView]
+) -> dict[str, Any]:
+    """Members (live or down), the owner's term, and per routed target the version the
+    group decided and the one its table has, from the group store."""
+    co = settings.coordination
+    assert co is not None
+    numbers = store.numbers("terms")
+    term = store.read_numbered("terms", numbers[-1]) if numbers else None
+    by = {v.member: v for v in members}
+    holder = by.get(str((term or {}).get("member")))
+    owner_live = holder is not None and holder.live and holder.epoch == (term or {}).get("epoch")
+    targets = []
+    for name in sorted({r.target for r in settings.routes}):
+        taken = set(store.numbers(f"applied/{name}"))
+        applied = 0
+        while applied + 1 in taken:
+            applied += 1
+        decided = max(store.numbers(f"decisions/{name}"), default=0)
+        targets.append({"target": name, "decided": decided, "applied": applied})
+    owner = None
+    if term is not None:
+        owner = {"term": numbers[-1], "member": term.get("member"), "epoch": term.get("epoch"),
+                 "live": owner_live}  # fmt: skip
+    return {
+        "group": co.group,
+        "lease_s": co.lease_s,
+        "members": [v.to_json() for v in members],
+        "owner": owner,
+        "targets": targets,
+        "log": len(store.numbers("log")),
+    }
+
+
+def beat_views(store: GroupStore, co: CoordinationSettings, now: float) -> list[MemberView]:
+    """The members as their heartbeats' own timestamps say (``shardmerge group show``, run
+    outside the job: it has no earlier reading to compare a beat with, so it judges by the
+    clock of the machine that wrote it)."""
+    out = []
+    for m in co.members:
+        beat = store.read(f"members/{m}/beat.json")
+        epochs = store.numbers(f"members/{m}/epochs")
+        if beat is None:
+            out.append(MemberView(m, epochs[-1] if epochs else None, False, None, float("inf"),
+                                  None, None, ""))  # fmt: skip
+            continue
+        at = calendar.timegm(time.strptime(str(beat["at"]), "%Y-%m-%dT%H:%M:%SZ"))
+        silent = max(0.0, now - at)
+        out.append(MemberView(
+            m, beat.get("epoch"), silent <= co.lease_s and beat.get("epoch") == (
+                epochs[-1] if epochs else None), beat.get("beat"), silent, beat.get("ack"),
+            beat.get("batch"), str(beat.get("waiting", "")),
+        ))  # fmt: skip
+    return out
+
+
+def tick_topic(co: CoordinationSettings) -> str:
+    """The Kafka topic whose records make member ``co.member`` run a batch."""
+    return f"shardmerge.tick.{co.group}.{co.member}"
+
+
+class Ticker:
+    """Writes a record to this member's tick topic (created at start, one partition)
+    through a Kafka client in the driver's JVM, configured as the job's Kafka source."""
+
+    def __init__(self, spark: Any, settings: Settings) -> None:
+        from streaming.caught_up import client_props
+
+        assert settings.coordination is not None
+        self.topic = tick_topic(settings.coordination)
+        jvm: Any = spark._jvm
+        self.jvm = jvm
+        admin = jvm.org.apache.kafka.clients.admin.Admin.create(client_props(spark, settings))
+        try:
+            new = jvm.org.apache.kafka.clients.admin.NewTopic(
+                self.topic, jvm.java.util.Optional.of(1), jvm.java.util.Optional.empty()
+            )
+            topics = jvm.java.util.ArrayList()
+            topics.add(new)
+            try:
+                admin.createTopics(topics).all().get(30, jvm.java.util.concurrent.TimeUnit.SECONDS)
+            except Exception as e:  # one that exists already is the topic we want
+                if "TopicExistsException" not in str(e):
+                    raise
+        finally:
+            admin.close()
+        props = client_props(spark, settings)
+        serializer = "org.apache.kafka.common.serialization.StringSerializer"
+        props.setProperty("key.serializer", serializer)
+        props.setProperty("value.serializer", serializer)
+        self.producer = jvm.org.apache.kafka.clients.producer.KafkaProducer(props)
+
+    def tick(self, why: str) -> None:
+        record = self.jvm.org.apache.kafka.clients.producer.ProducerRecord(self.topic, why)
+        self.producer.send(record).get(30, self.jvm.java.util.concurrent.TimeUnit.SECONDS)
+
+    def close(self) -> None:
+        self.producer.close()
+
+
+def _n(n: int) -> str:
+    return f"{n:012d}.json"
+
+
+class GroupMember:
+    """This job's membership: the log, its heartbeat, the owner's work and the gate."""
+
+    def __init__(
+        self,
+        spark: Any,
+        settings: Settings,
+        app_id: str,
+        *,
+        store: GroupStore | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        co = settings.coordination
+        if co is None:
+            raise ShardMergeError("a group member needs coordination settings")
+        self.co = co
+        self.spark = spark
+        self.settings = settings
+        self.member = co.member
+        self.store = store or group_store(settings.group_root(), spark)
+        self.clock = clock
+        if spark is not None:
+            shared_log_store(spark, settings.sink.path)
+        probe(self.store)
+        self.epoch = self.store.claim_next(
+            f"members/{self.member}/epochs",
+            {"app_id": app_id, "checkpoint": settings.checkpoint,
+             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+        )  # fmt: skip
+        # Batches, the owner's work and the idle heartbeat's fold: one at a time.
+        self.lock = threading.RLock()
+        self.records: dict[int, Record] = {}  # the log as read (by replica number, from 1)
+        self.ids: dict[str, int] = {}
+        self.ack = 0  # every write this member may still make is planned at or past it
+        self.batch: int | None = None  # the last batch saved
+        self.beat = 0
+        self.beat_ok = self.clock()  # when this member's heartbeat was last written
+        # member: ((epoch, beat counter), when this job saw it change)
+        self.seen: dict[str, tuple[tuple[Any, int | None], float]] = {}
+        self.waiting = ""  # what the batch in the gate waits for
+        # counters (metrics)
+        self.gate_waits = 0
+        self.gate_seconds = 0.0
+        self.applied_here = 0
+        self.owner_races = 0
+        self.fenced = 0
+        self.terms_claimed = 0
+        self.stale_refused = 0
+        self.batch_seq = 0  # the log number the last saved batch folded to
+        self.ticker: Ticker | None = None
+        self.ticked = 0.0
+        self.ticks = 0
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        # The log folded to its end, for the owner's work and an idle member's
+        # acknowledgement (no decision of it is executed: the batches fold their own).
+        self.latest = Replica.new(settings.router(), settings.target_configs(),
+                                  settings.default_config())  # fmt: skip
+        self.write_beat()
+        log.info(
+            "group %s: member %s, epoch %d, store %s",
+            co.group, self.member, self.epoch, self.store.root,
+        )  # fmt: skip
+
+    # --- the log ------------------------------------------------------------------------------
+
+    def read(self) -> None:
+        """Read the log records not read yet (a record, once read, never changes)."""
+        have = max(self.records, default=0)
+        for n, value in self.store.log(have - 1):
+            record = Record.from_json(value)
+            self.records[n + 1] = record
+            self.ids.setdefault(record.id, n + 1)
+
+    def append(self, record: Record) -> int:
+        """``record`` at the log's first free number, or the number its id has already."""
+        self.read()
+        seq = self.ids.get(record.id)
+        if seq is not None:
+            return seq
+        seq = self.store.append(record.to_json()) + 1
+        self.records[seq] = record
+        self.ids[record.id] = seq
+        return seq
+
+    def fold(self, replica: Replica, mine_until: int | None = None) -> list[Folded]:
+        """Fold the log to its end; publish every downstream change the fold decided.
+
+        ``mine_until``: stop before a record of this member numbered above it. A batch
+        folds the others' records up to its own next one: a batch run again after its
+        first run appended finds its records in the log, and folds each at its place in
+        the batch, as the first run did (coordinator/PROTOCOL.md, "Groups", step 2)."""
+        self.read()
+        end = max(self.records, default=0)
+        todo = []
+        for n in range(replica.seq + 1, end + 1):
+            r = self.records[n]
+            if mine_until is not None and r.job == self.member and n > mine_until:
+                break
+            todo.append((n, r))
+        folded = replica.fold(todo)
+        for f in folded:
+            for d, version in zip(f.decisions, f.versions, strict=True):
+                if isinstance(d, CreateTarget | ApplyDDL):
+                    self.store.create_new(
+                        f"decisions/{d.target}/{_n(version)}",
+                        {"seq": f.seq, "decision": decision_to_json(d)},
+                    )
+        return folded
+
+    # --- versions ---------------------------------------------------------------------------
+
+    def applied(self, target: TargetId) -> int:
+        """The version the target's table has (the owner's records, without gaps)."""
+        taken = set(self.store.numbers(f"applied/{target}"))
+        v = 0
+        while v + 1 in taken:
+            v += 1
+        return v
+
+    def behind(self, replica: Replica) -> dict[TargetId, tuple[int, int]]:
+        """The targets whose table lacks the version the replica decided: (has, decided)."""
+        out = {}
+        for target, decided in replica.versions.items():
+            have = self.applied(target)
+            if have < decided:
+                out[target] = (have, decided)
+        return out
+
+    # --- members, leases, the owner's term ------------------------------------------------------
+
+    def write_beat(self) -> None:
+        self.beat += 1
+        self.store.put(
+            f"members/{self.member}/beat.json",
+            {"member": self.member, "epoch": self.epoch, "beat": self.beat, "ack": self.ack,
+             "batch": self.batch, "waiting": self.waiting,
+             "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+        )  # fmt: skip
+        self.beat_ok = self.clock()
+
+    def views(self) -> list[MemberView]:
+        now = self.clock()
+        out = []
+        for m in self.co.members:
+            if m == self.member:
+                out.append(MemberView(m, self.epoch, True, self.beat, now - self.beat_ok,
+                                      self.ack, self.batch, self.waiting))  # fmt: skip
+                continue
+            beat = self.store.read(f"members/{m}/beat.json")
+            counter = None if beat is None else int(beat.get("beat", 0))
+            key = (None if beat is None else beat.get("epoch"), counter)
+            last = self.seen.get(m)
+            if last is None or (last[0] != key and beat is not None):
+                self.seen[m] = (key, now)
+                last = self.seen[m]
+            silent = now - last[1]
+            live = beat is not None and silent <= self.co.lease_s
+            out.append(MemberView(
+                m, None if beat is None else beat.get("epoch"), live, counter, silent,
+                None if beat is None else beat.get("ack"),
+                None if beat is None else beat.get("batch"),
+                "" if beat is None else str(beat.get("waiting", "")),
+            ))  # fmt: skip
+        return out
+
+    def term(self) -> tuple[int, dict[str, Any] | None]:
+        numbers = self.store.numbers("terms")
+        if not numbers:
+            return -1, None
+        return numbers[-1], self.store.read_numbered("terms", numbers[-1])
+
+    def owns(self, views: list[MemberView]) -> bool:
+        """Whether this member holds the owner's term (claiming it when its holder is
+        down and this member is the first live one of ``members``)."""
+        n, holder = self.term()
+        by = {v.member: v for v in views}
+        held = by.get(str(holder.get("member"))) if holder is not None else None
+        if held is not None and held.live and held.epoch == holder.get("epoch"):  # type: ignore[union-attr]
+            return held.member == self.member
+        # No term yet, or its holder is down (or restarted: a new epoch claims anew).
+        first = next((v.member for v in views if v.live), None)
+        if first != self.member:
+            return False
+        record = {"member": self.member, "epoch": self.epoch,
+                  "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
+        if self.store.create_new(f"terms/{_n(n + 1)}", record):
+            self.terms_claimed += 1
+            log.warning(
+                "group %s: member %s takes the owner's term %d (the last holder: %s)",
+                self.co.group, self.member, n + 1,
+                holder.get("member") if holder else "none",
+            )  # fmt: skip
+            return True
+        return False
+
+    # --- the owner's work ---------------------------------------------------------------------
+
+    def owner_pass(self, replica: Replica, spark: Any) -> list[str]:
+        """As the owner: bring each target to the next decided version while every live
+        member acknowledged it (G5). What is waited for goes to ``self.waiting``."""
+        views = self.views()
+        if not self.owns(views):
+            return []
+        from streaming.delta_sink import DeltaSink, SinkError
+        from streaming.executor import refusal
+
+        sink = DeltaSink(spark, f"shardmerge-group-{self.co.group}")
+        ran: list[str] = []
+        waiting = []
+        for target in sorted(replica.versions, key=str):
+            while True:
+                want = self.applied(target) + 1
+                if replica.versions[target] < want:
+                    break
+                published = self.store.read(f"decisions/{target}/{_n(want)}")
+                if published is None:
+                    waiting.append(f"{target} v{want}: its decision is not published yet")
+                    break
+                seq = int(published["seq"])
+                late = [v.member for v in views if v.live and v.member != self.member
+                        and (v.ack is None or int(v.ack) < seq)]  # fmt: skip
+                if late:
+                    waiting.append(
+                        f"{target} v{want}: waiting for {', '.join(late)} to fold log record {seq}"
+                    )
+                    break
+                d = decision_from_json(published["decision"])
+                path = self.settings.table_path(target)
+                crash_point("group_before_alter")
+                holder = self.term()[1] or {}
+                if (holder.get("member"), holder.get("epoch")) != (self.member, self.epoch):
+                    break  # the term passed on meanwhile: the new owner does it
+                stale = None if isinstance(d, CreateTarget) else self.stale(sink, path, d, want)
+                if stale == "done":
+                    pass  # run by an owner before this one, not recorded: recorded now
+                elif stale is not None:
+                    self.stale_refused += 1
+                    log.error("group %s: %s v%d not run: %s", self.co.group, target, want, stale)
+                    waiting.append(f"{target} v{want}: {stale}")
+                    break
+                elif isinstance(d, CreateTarget):
+                    sink.create(path, d.schema, d)
+                else:
+                    rewrite = self.settings.target_settings(target).rewrite_incompatible
+                    try:
+                        sink.alter(path, d, Slots(want).taker(d.statement), rewrite=rewrite)
+                    except SinkError as e:
+                        # The group stays at the version before it: every member's rows of
+                        # the target wait in their gates; the operator fixes the table.
+                        why = refusal(d, e)
+                        log.error("group %s: target %s: %s", self.co.group, target, why)
+                        waiting.append(f"{target} v{want}: refused downstream: {why}")
+                        break
+                # The owner dies here: the table has the version, the group does not know
+                # it; the next owner runs the change again (it finds it done) and records it.
+                crash_point("group_after_alter")
+                record = {"member": self.member, "epoch": self.epoch, "statement": d.statement,
+                          "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
+                if self.store.create_new(f"applied/{target}/{_n(want)}", record):
+                    self.applied_here += 1
+                    ran.append(d.statement)
+                    log.info("group %s: %s is at version %d: %s", self.co.group, target, want,
+                             d.statement)  # fmt: skip
+                else:
+                    # Another owner recorded it first: the same change (stale() checked it).
+                    self.owner_races += 1
+                    log.warning("group %s: %s v%d: another owner recorded it first",
+                                self.co.group, target, want)  # fmt: skip
+        self.waiting = "; ".join(waiting)
+        return ran
+
+    def stale(self, sink: Any, path: str, d: ApplyDDL, version: int) -> str | None:
+        """Whether the table is where change ``version`` starts from: None (run it),
+        ``"done"`` (the table has it already: an owner ran it and died before recording
+        it), or why neither (an owner that stopped past its lease must not run an old
+        change over a newer one: a column added again after it was renamed). Judged on
+        the columns the change adds or takes away (a change of types only is run: Delta
+        widens a type once)."""
+        before = self.store.read(f"decisions/{d.target}/{_n(version - 1)}")
+        if before is None:
+            return f"the decision of version {version - 1} is not in the group store"
+        old = {c.name.lower() for c in decision_from_json(before["decision"]).schema.columns}
+        new = {c.name.lower() for c in d.schema.columns}
+        have = set(sink.columns(path))
+        gone, added = old - new, new - old
+        if gone <= have and not (added & have):
+            return None
+        if added <= have and not (gone & have):
+            return "done"
+        return (
+            f"the table's columns are neither those before {d.statement!r} nor those after "
+            "it: another owner changed it since; nothing is run"
+        )
+
+    # --- what operators see ----------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """The group as this member sees it (``/api/group``, metrics, the dashboard)."""
+        out = group_status(self.store, self.settings, self.views())
+        out["this"] = {
+            "member": self.member, "epoch": self.epoch, "gate_waits": self.gate_waits,
+            "gate_seconds": round(self.gate_seconds, 3), "applied_here": self.applied_here,
+            "owner_races": self.owner_races, "fenced": self.fenced,
+            "stale_refused": self.stale_refused, "terms_claimed": self.terms_claimed,
+            "ticks": self.ticks,
+        }  # fmt: skip
+        return out
+
+    # --- a batch ------------------------------------------------------------------------------
+
+    def begin(self) -> None:
+        """A batch starts: one driver per member, and a member whose lease ran out does
+        not go on as if it had not."""
+        self.lock.acquire()
+        try:
+            self.check()
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def check(self) -> None:
+        newest = max(self.store.numbers(f"members/{self.member}/epochs"), default=self.epoch)
+        if newest > self.epoch:
+            raise Superseded(
+                f"Superseded: another run of group member {self.member} claimed epoch "
+                f"{newest}; this run (epoch {self.epoch}) stops so that one run writes"
+            )
+        silent = self.clock() - self.beat_ok
+        if silent > self.co.lease_s:
+            self.fenced += 1
+            raise LeaseLost(
+                f"group {self.co.group}: member {self.member} wrote no heartbeat for "
+                f"{silent:.1f} s (lease {self.co.lease_s} s): the owner may have gone on "
+                "without it; the batch runs again after folding the log"
+            )
+
+    def gate(self, replica: Replica, spark: Any) -> float:
+        """Wait until every target has the version the replica decided (G4), doing the
+        owner's work meanwhile when this member holds the term; the seconds waited. The
+        batch's replica is not folded further here (the decisions of a fold are the
+        batch's to execute, and its row plan is made): the member with the lowest
+        acknowledgement can always go on, so members waiting in their gates never wait
+        for each other in a circle."""
+        self.ack = replica.seq
+        started = time.monotonic()
+        behind = self.behind(replica)
+        if behind:
+            self.gate_waits += 1
+        last_log = started
+        while behind:
+            self.owner_work(spark)
+            behind = self.behind(replica)
+            if not behind:
+                break
+            waited = time.monotonic() - started
+            what = ", ".join(f"{t} has v{h}, decided v{d}" for t, (h, d) in behind.items())
+            self.waiting = f"rows wait in the gate: {what}" + (
+                f" ({self.waiting})" if self.waiting else ""
+            )
+            if waited > self.co.gate_timeout_s:
+                raise GroupWaitTimeout(
+                    f"group {self.co.group}: member {self.member} waited {waited:.0f} s for "
+                    f"the owner: {what}; the batch runs again"
+                )
+            if time.monotonic() - last_log > 10:
+                log.warning("group %s: %s", self.co.group, self.waiting)
+                last_log = time.monotonic()
+            self.check()
+            time.sleep(min(self.co.heartbeat_s / 2, 0.5))
+        waited = time.monotonic() - started
+        self.gate_seconds += waited
+        self.waiting = ""
+        return waited
+
+    def finish(self, replica: Replica, batch: int) -> None:
+        """The batch saved its state: its acknowledgement is its fold."""
+        self.ack = self.batch_seq = replica.seq
+        self.batch = batch
+        self.lock.release()
+
+    def abort(self) -> None:
+        """The batch failed: it runs again (its acknowledgement stays what it was)."""
+        self.lock.release()
+
+    def owner_work(self, spark: Any) -> list[str]:
+        """Fold the latest replica to the log's end, then the owner's work with it."""
+        self.fold(self.latest)
+        return self.owner_pass(self.latest, spark)
+
+    # --- the heartbeat thread ---------------------------------------------------------------
+
+    def start(self, ticker: Ticker | None = None) -> None:
+        """Heartbeats every ``heartbeat_s``; when no batch runs, fold the log (so an idle
+        member acknowledges), do the owner's work, and tick (``ticker``) when the log has
+        records this job's batches have not folded."""
+        self.ticker = ticker
+        self._threads = [
+            threading.Thread(target=self._every, args=(self.write_beat,), daemon=True,
+                             name="shardmerge-group-beat"),
+            threading.Thread(target=self._every, args=(self.idle,), daemon=True,
+                             name="shardmerge-group-idle"),
+        ]  # fmt: skip
+        for t in self._threads:
+            t.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=10)
+
+    def _every(self, work: Callable[[], None]) -> None:
+        """``work`` every ``heartbeat_s`` (the heartbeat on a thread of its own: an owner's
+        long ALTER must not make its own lease run out)."""
+        while not self._stop.wait(self.co.heartbeat_s):
+            try:
+                work()
+            # Logged; a member that cannot write its heartbeat is fenced by its lease (check).
+            except Exception:
+                log.exception("group %s: %s of %s failed", self.co.group, work.__name__,
+                              self.member)  # fmt: skip
+
+    def idle(self) -> None:
+        if not self.lock.acquire(blocking=False):
+            return  # a batch runs: it acknowledges at its gate and its end
+        try:
+            self.fold(self.latest)
+            # No batch runs: the next one folds at least this far before it writes.
+            self.ack = self.latest.seq
+            self.owner_pass(self.latest, self.spark)
+            # Records this job's batches have not folded (a release of its held shards,
+            # a version its rows wait for): a batch must run even without data.
+            now = self.clock()
+            if (self.ticker is not None and self.latest.seq > self.batch_seq
+                    and now - self.ticked > 2 * self.co.heartbeat_s):  # fmt: skip
+                self.ticker.tick(f"log {self.latest.seq}")
+                self.ticked = now
+                self.ticks += 1
+        finally:
+            self.lock.release()

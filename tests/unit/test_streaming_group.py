@@ -1,0 +1,149 @@
+"""A group member's rules against a real group store on the local filesystem (no Spark):
+idempotent appends, the fold of a batch run again, leases by the reader's clock, the
+owner's term, acknowledgements, the gate and the member's own fencing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator.group import Record, Replica
+from coordinator.ids import TargetId
+from streaming.config import Settings
+from streaming.epochs import Superseded
+from streaming.group import GroupMember, GroupWaitTimeout, LeaseLost
+from streaming.group_store import GroupStore, LocalRecords
+
+TARGET = TargetId.parse("shop.orders")
+CREATE = "CREATE TABLE orders_0 (id BIGINT NOT NULL, PRIMARY KEY (id))"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def settings(tmp: Path, member: str, **co: Any) -> Settings:
+    return Settings.model_validate(
+        {
+            "kafka": {"bootstrap": "127.0.0.1:9"},
+            "sources": [{"pattern": "s.*"}],
+            "routes": [{"target": "shop.orders", "table": "orders_*"}],
+            "sink": {"path": f"file://{tmp}/lake"},
+            "checkpoint": f"file://{tmp}/cp-{member}",
+            "coordination": {
+                "group": "g1",
+                "member": member,
+                "members": ["a", "b"],
+                "lease_s": 10,
+                "heartbeat_s": 1,
+                **co,
+            },
+        }
+    )
+
+
+def member(tmp: Path, name: str, clock: Clock, **co: Any) -> GroupMember:
+    s = settings(tmp, name, **co)
+    return GroupMember(None, s, f"app-{name}", store=GroupStore(LocalRecords(), s.group_root()),
+                       clock=clock)  # fmt: skip
+
+
+def replica(m: GroupMember) -> Replica:
+    s = m.settings
+    return Replica.new(s.router(), s.target_configs(), s.default_config())
+
+
+def ddl(job: str, shard: str, sql: str, at: int) -> Record:
+    body = {"shard": shard, "sql": sql, "position": [at], "origin": None, "channel": "t[0]"}
+    return Record(f"{job}:ddl:{shard}:{at}", job, "ddl", body)
+
+
+def test_append_is_idempotent_and_a_rerun_folds_its_records_in_place(tmp_path: Path) -> None:
+    clock = Clock()
+    a, b = member(tmp_path, "a", clock), member(tmp_path, "b", clock)
+    first = a.append(ddl("a", "s1.db_0.orders_0", CREATE, 1))
+    assert a.append(ddl("a", "s1.db_0.orders_0", CREATE, 1)) == first  # a re-run: same number
+    b.append(ddl("b", "s2.db_1.orders_0", CREATE.replace("orders_0", "orders_0"), 2))
+    a.append(ddl("a", "s1.db_0.orders_0", "ALTER TABLE orders_0 ADD COLUMN c INT", 3))
+    # a batch of a run again: restored at 0, it folds the others' records up to its own
+    # next one, not past it
+    r = replica(a)
+    folded = a.fold(r, mine_until=0)
+    assert [f.seq for f in folded] == []  # record 1 is a's own: it waits for its append
+    folded = a.fold(r, mine_until=first)
+    assert [f.seq for f in folded] == [1, 2]  # its own record, then b's, then stops
+    assert r.versions[TARGET] == 1
+    assert [f.seq for f in a.fold(r)] == [3]
+    assert r.versions[TARGET] == 2
+    # every downstream change is published once, with the record that decided it
+    assert a.store.read("decisions/shop.orders/000000000002.json")["seq"] == 3
+
+
+def test_leases_are_judged_by_the_readers_clock_and_the_term_passes_on(tmp_path: Path) -> None:
+    clock_a, clock_b = Clock(), Clock()
+    b = member(tmp_path, "b", clock_b)  # b starts first
+    a = member(tmp_path, "a", clock_a)
+    assert b.owns(b.views()) is False  # a is live and first in members
+    assert a.owns(a.views()) is True
+    assert a.term()[1]["member"] == "a"
+    assert b.owns(b.views()) is False
+    # a stops beating: b sees its counter unchanged past the lease on b's own clock
+    b.views()
+    clock_b.now += 11
+    views = {v.member: v for v in b.views()}
+    assert views["a"].live is False and views["a"].silent_s == pytest.approx(11)
+    assert b.owns(b.views()) is True
+    assert b.term() == (1, b.store.read_numbered("terms", 1))
+    # a comes back (beats again): the term stays b's while b is live
+    a.write_beat()
+    assert {v.member: v.live for v in b.views()}["a"] is True
+    assert a.owns(a.views()) is False
+
+
+def test_a_member_fences_itself(tmp_path: Path) -> None:
+    clock = Clock()
+    a = member(tmp_path, "a", clock)
+    a.check()
+    clock.now += 10.5
+    with pytest.raises(LeaseLost, match="no heartbeat for 10.5 s"):
+        a.check()
+    a.write_beat()
+    a.check()
+    member(tmp_path, "a", clock)  # a second driver of member a
+    with pytest.raises(Superseded, match="epoch 1"):
+        a.check()
+
+
+def test_the_gate_waits_for_the_owner_and_the_owner_for_acknowledgements(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    a = member(tmp_path, "a", clock)
+    b = member(tmp_path, "b", clock, gate_timeout_s=0.01)
+    seq = b.append(ddl("b", "s2.db_1.orders_0", CREATE, 1))
+    r = replica(b)
+    b.fold(r)
+    assert b.behind(r) == {TARGET: (0, 1)}
+    # b is not the owner (a is live and first): its gate waits, then fails the batch
+    with pytest.raises(GroupWaitTimeout, match="shop.orders has v0, decided v1"):
+        b.gate(r, None)
+    assert b.ack == seq  # its writes are planned at its fold
+    # a, the owner, waits for b's acknowledgement of the decision's record
+    b.write_beat()
+    ra = replica(a)
+    a.ack = 0
+    b.ack = 0
+    b.write_beat()
+    a.fold(ra)
+    assert a.owner_pass(ra, None) == []
+    assert "waiting for b to fold log record 1" in a.waiting
+    # once the table has the version, b's gate opens at once
+    a.store.create_new("applied/shop.orders/000000000001.json", {"member": "a"})
+    assert b.gate(r, None) == pytest.approx(0, abs=0.5)
+    assert b.behind(r) == {}
