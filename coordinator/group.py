@@ -52,8 +52,10 @@ __all__ = [
     "decision_to_json",
 ]
 
-Kind = Literal["register", "ddl", "await", "shadow", "prints", "stop", "command"]
-KINDS: tuple[Kind, ...] = ("register", "ddl", "await", "shadow", "prints", "stop", "command")
+Kind = Literal["register", "ddl", "await", "shadow", "prints", "stop", "command", "join"]
+KINDS: tuple[Kind, ...] = (
+    "register", "ddl", "await", "shadow", "prints", "stop", "command", "join",
+)  # fmt: skip
 
 
 class GroupError(ShardMergeError):
@@ -79,7 +81,11 @@ class Record:
       ``[[position, fingerprint], ...]`` (``Coordinator.schema_fingerprints``);
     - ``stop``: ``{"shard"}``: the shard's source was read to the end of its schema-change
       topics without the DDL it awaits (``Coordinator.stop_waiting``);
-    - ``command``: ``{"command"}``: an operator command (``OperatorCommand.to_json``).
+    - ``command``: ``{"command"}``: an operator command (``OperatorCommand.to_json``);
+    - ``join``: ``{}``: the job registered the tables it knows at its start (the streaming
+      job: the CREATE TABLEs of its first batch) and may now append its other records;
+      no job appends a record of another kind but those until every job joined, so every
+      table known at the start is in the fold before any DDL (nothing to fold).
     """
 
     id: str
@@ -197,7 +203,9 @@ class Replica:
     def _fold_one(self, seq: int, record: Record) -> Folded:
         c, body = self.coordinator, record.body
         try:
-            if record.kind == "command":
+            if record.kind == "join":
+                decisions = []
+            elif record.kind == "command":
                 decisions = self._command(body)
             else:
                 shard = ShardId.parse(str(body["shard"]))

@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -57,6 +58,9 @@ class CaseReport:
     fenced: int = 0  # batches that failed and ran again: a lease lost, Delta refused a commit
     retried: int = 0  # writes run again within a batch after a data conflict
     owner_races: int = 0
+    # per downstream change: seconds from the fold that decided it to its record as applied
+    stalls: list[float] = field(default_factory=list)
+    gate: dict[str, tuple[float, float]] = field(default_factory=dict)  # job: (total, max)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -75,6 +79,10 @@ class CaseReport:
             f"{self.owner_races}",
             f"  fenced batches (failed, run again): {self.fenced}; writes retried after "
             f"another job's commit: {self.retried}",
+            "  decided -> applied per downstream change: "
+            + (", ".join(f"{s:.1f} s" for s in self.stalls) or "none"),
+            "  batches' wait in the gate (total / longest): "
+            + ", ".join(f"{j} {t:.1f} / {m:.1f} s" for j, (t, m) in sorted(self.gate.items())),
             *(f"  {n}" for n in self.notes),
         ]
 
@@ -173,6 +181,32 @@ class Job:
             self.proc.wait()
 
 
+class InProcessMember:
+    """Job ``a`` on a thread of the caller's Spark session (the CI test's: one cold JVM
+    fewer); only the ``rollout`` case, which sends it no signal."""
+
+    def __init__(self, config: Path, log: Path, spark: Any) -> None:
+        from devkit.killtest import InProcessJob
+
+        self.proc = None
+        self.job = InProcessJob(config, log, {}, spark, available_now=False)
+
+    def signal(self, sig: int) -> None:
+        raise ValueError("a job in this process takes no signal")
+
+    def stopped_itself(self) -> bool:
+        return False
+
+    def stop(self) -> None:
+        self.job.kill()
+        self.job.wait(120)
+
+
+def _joined(log: Path) -> bool:
+    """Whether the job's log says it joined the group (its first batch is under way)."""
+    return log.exists() and "every member of the group joined" in log.read_text(errors="replace")
+
+
 def compare(spark: Any, lake: str, oracle: dict[Any, dict[str, Any]], r: CaseReport) -> bool:
     path = f"{lake}/shop/orders"
     try:
@@ -234,8 +268,9 @@ def _column_name(raw: Any) -> str:
 
 def run_case(
     case: str, bootstrap: str, work: Path, spark: Any, *, shards: int, rows: int,
-    deadline_s: float,
+    deadline_s: float, in_process: bool = False,
 ) -> CaseReport:  # fmt: skip
+    """One case; ``in_process``: job ``a`` runs in ``spark`` (the rollout case only)."""
     import shutil
 
     from streaming.group_store import group_store
@@ -253,8 +288,12 @@ def run_case(
         env_a = {"SHARDMERGE_CRASH_AT": "group_after_alter:2"}  # the 1st is the CREATE
     elif case == "race":
         env_a = {"SHARDMERGE_PAUSE_AT": "group_before_alter:2"}
-    jobs = {
-        "a": Job("a", configs["a"], work / "a.log", env_a),
+    if in_process and case != "rollout":
+        raise ValueError(f"case {case} signals job a: it needs a process of its own")
+    jobs: dict[str, Job | InProcessMember] = {
+        "a": InProcessMember(configs["a"], work / "a.log", spark)
+        if in_process
+        else Job("a", configs["a"], work / "a.log", env_a),
         "b": Job("b", configs["b"], work / "b.log"),
     }
     stopped_b = continued = False
@@ -263,7 +302,7 @@ def run_case(
             time.sleep(3)
             elapsed = time.monotonic() - started
             a, b = jobs["a"], jobs["b"]
-            if case == "stop" and not stopped_b and elapsed > 25:
+            if case == "stop" and not stopped_b and _joined(work / "b.log"):
                 b.signal(signal.SIGSTOP)
                 stopped_b, stop_at = True, elapsed
                 r.notes.append(f"b SIGSTOPped at {elapsed:.0f} s")
@@ -271,7 +310,8 @@ def run_case(
                 b.signal(signal.SIGCONT)
                 continued = True
                 r.notes.append(f"b continued at {elapsed:.0f} s")
-            if case == "owner-kill" and a.proc is not None and a.proc.poll() is not None:
+            if (case == "owner-kill" and isinstance(a, Job) and a.proc is not None
+                    and a.proc.poll() is not None):  # fmt: skip
                 r.notes.append(f"a died (exit {a.proc.returncode}) at {elapsed:.0f} s; restarted")
                 a.start()
             if case == "race" and not continued and a.stopped_itself():
@@ -293,20 +333,23 @@ def run_case(
             j.stop()
     compare(spark, lake, oracle, r)
     r.seconds = time.monotonic() - started
-    with contextlib.suppress(Exception):
-        r.ddl_runs = ddl_runs(spark, lake)
+    r.ddl_runs = ddl_runs(spark, lake)
     store = group_store(f"{lake}/_shardmerge/groups/g1")
     for n in store.numbers("terms"):
         t = store.read_numbered("terms", n) or {}
         r.terms.append(f"{n}:{t.get('member')}@{t.get('epoch')}")
+    for v in store.numbers("decisions/shop.orders"):
+        decided = store.read_numbered("decisions/shop.orders", v) or {}
+        applied = store.read_numbered("applied/shop.orders", v) or {}
+        if isinstance(decided.get("at"), float) and isinstance(applied.get("at"), float):
+            r.stalls.append(applied["at"] - decided["at"])
     for j in ("a", "b"):
-        text = (work / f"{j}.log").read_text(errors="replace")
-        r.fenced += (
-            text.count("LeaseLost")
-            + text.count("ConcurrentModification")
-            + text.count("MetadataChangedException")
-        )
-        r.owner_races += text.count("recorded it first")
+        lines = (work / f"{j}.log").read_text(errors="replace").splitlines()
+        r.fenced += sum("shardmerge.supervise query failed" in line for line in lines)
+        r.retried += sum("writing again" in line for line in lines)
+        r.owner_races += sum("recorded it first" in line for line in lines)
+        waits = [float(m) for line in lines for m in re.findall(r"gate_seconds=([0-9.]+)", line)]
+        r.gate[j] = (sum(waits), max(waits, default=0.0))
     return r
 
 

@@ -155,10 +155,13 @@ class InProcessJob:
     Mimics the part of ``Popen`` the cases use: ``poll``, ``wait``, ``kill``, ``returncode``
     (0 finished, 2 stopped with a ``shardmerge: ...`` line in the log, 1 any other error)."""
 
-    def __init__(self, config: Path, log: Path, env: dict[str, str], spark: Any) -> None:
+    def __init__(
+        self, config: Path, log: Path, env: dict[str, str], spark: Any, available_now: bool = True
+    ) -> None:
         if "SHARDMERGE_CRASH_AT" in env:
             raise ValueError("a kill needs a process of its own")
         self.config, self.log, self.env, self.spark = config, log, env, spark
+        self.available_now = available_now
         self.returncode: int | None = None
         self._thread = threading.Thread(target=self._main, name="faultsuite-job", daemon=True)
         self._thread.start()
@@ -184,7 +187,7 @@ class InProcessJob:
             settings = load_settings(self.config, environ={**os.environ, **self.env})
             supervise.RESTARTS.ran_fine()  # a run before this one may have stopped
             with faults.armed(storage=self.env.get("SHARDMERGE_STORAGE_FAULT")):
-                run(settings, available_now=True, spark=self.spark)
+                run(settings, available_now=self.available_now, spark=self.spark)
             code = 0
         except ShardMergeError as e:  # what the command line prints, and its exit code
             handler.stream.write(f"shardmerge: {e}\n")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -404,6 +405,8 @@ class _Batch(WriteStep):
             decide_start = time.monotonic()
             self.step("decide")
             # 5. decide
+            if self.group is not None and self.group.missing():
+                self.join_group(controls)
             planner = Planner(self.c)
             # The row schemas of online-DDL shadow tables, for a cut-over in this batch or
             # a later one whose shadow's CREATE was never read.
@@ -574,6 +577,29 @@ class _Batch(WriteStep):
         if mine is not None and mine.refused:
             self.dead.append((r["topic"], r["partition"], r["offset"], mine.refused))
         planner.close(segs, self.own(mine.decisions) if mine is not None else [])
+
+    def join_group(self, controls: list[Any]) -> None:
+        """Before this member's first DDL record: the tables this batch creates (each
+        shard's first CREATE TABLE) go to the log, then its ``join`` record, and the
+        batch waits until every member joined (streaming.group.GroupMember.join)."""
+        assert self.group is not None
+        for r in controls:
+            if r["op"] != "ddl":
+                continue
+            shard = ShardId(r["source"], r["db"], r["tbl"])
+            sql = control_sql(r)
+            if not _CREATE_TABLE.match(sql) or self.c.shard_state(shard) is not None:
+                continue
+            if self.p.router.route(shard) is None:
+                continue
+            position = position_of(r)
+            body = {"sql": sql, "position": position, "origin": upstream_origin(r),
+                    "channel": f"{r['topic']}[{r['partition']}]"}  # fmt: skip
+            self.tell("ddl", shard, f"ddl:{_key(position)}", body)
+        waited = self.group.join(self.spark)
+        log.info("batch %s: every member of the group joined (waited %.1f s)", self.batch, waited)
+        # the others' records up to this member's join (its own later ones keep their place)
+        self.fold(self.group.ids[f"{self.group.member}:join"])
 
     def group_command(self, cid: str, command: Any) -> None:
         """An operator command given to this job: the group's, through the log."""
@@ -751,6 +777,9 @@ def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:
             shadows.setdefault(shard, []).append((position, texts[(shard, fp_text)]))
     caught_sources = {s for s, all_caught in sources.items() if all_caught}
     return FirstRows(shards, prints, shadows, caught_sources, keysets, twice)
+
+
+_CREATE_TABLE = re.compile(r"^\s*CREATE\s+TABLE\b", re.IGNORECASE)
 
 
 def _key(value: Any) -> str:

@@ -272,6 +272,7 @@ class GroupMember:
         self.terms_claimed = 0
         self.stale_refused = 0
         self.batch_seq = 0  # the log number the last saved batch folded to
+        self._all_joined = False
         self.ticker: Ticker | None = None
         self.ticked = 0.0
         self.ticks = 0
@@ -329,7 +330,7 @@ class GroupMember:
                 if isinstance(d, CreateTarget | ApplyDDL):
                     self.store.create_new(
                         f"decisions/{d.target}/{_n(version)}",
-                        {"seq": f.seq, "decision": decision_to_json(d)},
+                        {"seq": f.seq, "decision": decision_to_json(d), "at": time.time()},
                     )
         return folded
 
@@ -453,9 +454,13 @@ class GroupMember:
                 d = decision_from_json(published["decision"])
                 path = self.settings.table_path(target)
                 crash_point("group_before_alter")
-                holder = self.term()[1] or {}
+                n, holder = self.term()
+                holder = holder or {}
                 if (holder.get("member"), holder.get("epoch")) != (self.member, self.epoch):
-                    break  # the term passed on meanwhile: the new owner does it
+                    # the term passed on meanwhile: the new owner does it
+                    log.warning("group %s: %s v%d left to %s, who holds term %d now",
+                                self.co.group, target, want, holder.get("member"), n)  # fmt: skip
+                    break
                 stale = None if isinstance(d, CreateTarget) else self.stale(sink, path, d, want)
                 if stale == "done":
                     pass  # run by an owner before this one, not recorded: recorded now
@@ -481,7 +486,7 @@ class GroupMember:
                 # it; the next owner runs the change again (it finds it done) and records it.
                 crash_point("group_after_alter")
                 record = {"member": self.member, "epoch": self.epoch, "statement": d.statement,
-                          "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
+                          "at": time.time()}  # fmt: skip
                 if self.store.create_new(f"applied/{target}/{_n(want)}", record):
                     self.applied_here += 1
                     ran.append(d.statement)
@@ -517,6 +522,43 @@ class GroupMember:
             f"the table's columns are neither those before {d.statement!r} nor those after "
             "it: another owner changed it since; nothing is run"
         )
+
+    # --- joining -----------------------------------------------------------------------------
+
+    def missing(self) -> list[str]:
+        """The members that have not joined yet (appended their ``join`` record)."""
+        if self._all_joined:
+            return []
+        self.read()
+        out = [m for m in self.co.members if f"{m}:join" not in self.ids]
+        self._all_joined = not out
+        return out
+
+    def join(self, spark: Any) -> float:
+        """Append this member's ``join`` record, then wait until every member has (the
+        owner's work goes on meanwhile); the seconds waited. A member appends no record
+        but the registrations of the tables its first batch creates before it, so every
+        member's tables are in the fold before anyone's DDL: a rename cannot complete
+        among one member's shards while another member's are still unknown."""
+        self.append(Record(f"{self.member}:join", self.member, "join", {}))
+        started = time.monotonic()
+        last_log = started
+        while missing := self.missing():
+            waited = time.monotonic() - started
+            self.waiting = f"waiting for member(s) {', '.join(missing)} to join the group"
+            if waited > self.co.gate_timeout_s:
+                raise GroupWaitTimeout(
+                    f"group {self.co.group}: member {self.member} waited {waited:.0f} s for "
+                    f"{', '.join(missing)} to join (their first batch); the batch runs again"
+                )
+            if time.monotonic() - last_log > 10:
+                log.warning("group %s: %s", self.co.group, self.waiting)
+                last_log = time.monotonic()
+            self.owner_work(spark)
+            self.check()
+            time.sleep(min(self.co.heartbeat_s / 2, 0.5))
+        self.waiting = ""
+        return time.monotonic() - started
 
     # --- what operators see ----------------------------------------------------------------------
 
@@ -633,6 +675,8 @@ class GroupMember:
         self._stop.set()
         for t in self._threads:
             t.join(timeout=10)
+        if self.ticker is not None:
+            self.ticker.close()
 
     def _every(self, work: Callable[[], None]) -> None:
         """``work`` every ``heartbeat_s`` (the heartbeat on a thread of its own: an owner's

@@ -336,6 +336,8 @@ def run(
     finally:
         if ops is not None:
             ops.stop()
+        if processor is not None and processor.group is not None:
+            processor.group.stop()  # its heartbeat: the others see this member leave
 
 
 def main(argv: list[str] | None = None) -> int:

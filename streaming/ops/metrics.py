@@ -41,6 +41,7 @@ class JobCollector(Collector):
         snap = self.views.observer.snapshot()
         yield from self._locks()
         yield from self._moves()
+        yield from self._group()
         yield from self._counters(snap)
         yield from self._steps(snap)
         yield from self._progress()
@@ -169,6 +170,59 @@ class JobCollector(Collector):
             kept.add_metric([m["id"], "queued"], len(m["queued"]))
             kept.add_metric([m["id"], "deferred"], len(m["deferred"]))
         yield from (state, waits, kept)
+
+    # --- the group (streaming.group; empty for a job that writes alone) ------------------
+
+    def _group(self) -> Iterator[Metric]:
+        from streaming.delta_sink import CONFLICTS
+
+        g = self.views.group()
+        up = GaugeMetricFamily(
+            "shardmerge_group_member_up",
+            "1 while a member of this job's group heartbeats within its lease (as this job "
+            "sees it), else 0",
+            labels=["member"],
+        )
+        owner = GaugeMetricFamily(
+            "shardmerge_group_owner",
+            "1 for the member holding the owner's term (it runs the downstream DDL)",
+            labels=["member"],
+        )
+        version = GaugeMetricFamily(
+            "shardmerge_group_target_version",
+            "per target, the version the group decided and the one its table has (applied); "
+            "they differ while a downstream change waits for the members' acknowledgements",
+            labels=["target", "kind"],
+        )
+        records = GaugeMetricFamily(
+            "shardmerge_group_log_records", "records in the group log (coordinator/group.py)"
+        )
+        gate = CounterMetricFamily(
+            "shardmerge_group_gate_wait_seconds",
+            "seconds this job's batches waited for their targets to reach the decided version",
+        )
+        fenced = CounterMetricFamily(
+            "shardmerge_group_fenced",
+            "batches this job stopped because its own lease had run out (run again after)",
+        )
+        conflicts = CounterMetricFamily(
+            "shardmerge_delta_conflict_retries",
+            "writes to a shared target run again after another job's commit touched the "
+            "same files (Delta's data conflicts)",
+        )
+        conflicts.add_metric([], CONFLICTS[0])
+        if g.get("group") is not None:
+            term = g["owner"] or {}
+            for m in g["members"]:
+                up.add_metric([m["member"]], 1.0 if m["live"] else 0.0)
+                owner.add_metric([m["member"]], 1.0 if term.get("member") == m["member"] else 0.0)
+            for t in g["targets"]:
+                version.add_metric([t["target"], "decided"], t["decided"])
+                version.add_metric([t["target"], "applied"], t["applied"])
+            records.add_metric([], g["log"])
+            gate.add_metric([], g["this"]["gate_seconds"])
+            fenced.add_metric([], g["this"]["fenced"])
+        yield from (up, owner, version, records, gate, fenced, conflicts)
 
     # --- counts of this run (observer) ---------------------------------------------------
 

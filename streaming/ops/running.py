@@ -47,6 +47,7 @@ def start_ops(
         spark, processor.observer, processor.stash_path, settings.dead_letters()
     ).start()
     views = Views(settings, processor.store, processor.observer, query, counts)
+    views.member = processor.group
     try:
         server = OpsServer(ops or settings.ops, views, registry_for(views)).start()
     except OSError:

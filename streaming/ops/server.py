@@ -6,7 +6,8 @@ Routes:
   behind the token: they hold no data, and the page must load to ask for it.
 - ``GET /metrics``: Prometheus exposition format.
 - ``GET /api/locks``, ``/api/shards``, ``/api/progress``, ``/api/dead-letters``,
-  ``/api/moves`` (the declared moves' states), ``/api/commands`` (the commands queued for
+  ``/api/moves`` (the declared moves' states), ``/api/group`` (the group's members, owner
+  and versions, docs/groups.md), ``/api/commands`` (the commands queued for
   the next micro-batch).
 - ``POST /api/commands`` with ``{"target", "action", "shard"?, "statements"?}``: an
   operator command, queued in the same durable inbox as ``shardmerge unlock`` (it survives
@@ -69,7 +70,7 @@ STATIC = {
     "app.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
 }
-API = ("locks", "shards", "progress", "dead-letters", "commands", "moves")
+API = ("locks", "shards", "progress", "dead-letters", "commands", "moves", "group")
 HEADERS = {
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",

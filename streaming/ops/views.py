@@ -95,6 +95,7 @@ class Views:
         self.query = query
         self.counts = counts
         self.store = store  # the job's own: commands go to the inbox `shardmerge unlock` uses
+        self.member: Any = None  # streaming.group.GroupMember, when the job is in a group
         self._recent: tuple[float, list[dict[str, Any]]] = (0.0, [])
         self._recent_lock = threading.Lock()
 
@@ -277,6 +278,17 @@ class Views:
             ],
             "totals": snap["totals"],
         }
+
+    # --- the group ---------------------------------------------------------------------------
+
+    def group(self) -> dict[str, Any]:
+        """The group this job is a member of (docs/groups.md): members live or down as this
+        job sees their heartbeats, the owner's term, decided and applied versions, and
+        this member's counters; ``{"group": None}`` for a job that writes alone."""
+        if self.member is None:
+            return {"group": None}
+        status: dict[str, Any] = self.member.status()
+        return status
 
     # --- moves ---------------------------------------------------------------------------
 

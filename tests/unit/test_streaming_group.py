@@ -111,7 +111,7 @@ def test_a_member_fences_itself(tmp_path: Path) -> None:
     a = member(tmp_path, "a", clock)
     a.check()
     clock.now += 10.5
-    with pytest.raises(LeaseLost, match="no heartbeat for 10.5 s"):
+    with pytest.raises(LeaseLost, match=r"no heartbeat for 10\.5 s"):
         a.check()
     a.write_beat()
     a.check()
@@ -131,7 +131,7 @@ def test_the_gate_waits_for_the_owner_and_the_owner_for_acknowledgements(
     b.fold(r)
     assert b.behind(r) == {TARGET: (0, 1)}
     # b is not the owner (a is live and first): its gate waits, then fails the batch
-    with pytest.raises(GroupWaitTimeout, match="shop.orders has v0, decided v1"):
+    with pytest.raises(GroupWaitTimeout, match=r"shop\.orders has v0, decided v1"):
         b.gate(r, None)
     assert b.ack == seq  # its writes are planned at its fold
     # a, the owner, waits for b's acknowledgement of the decision's record
@@ -147,3 +147,48 @@ def test_the_gate_waits_for_the_owner_and_the_owner_for_acknowledgements(
     a.store.create_new("applied/shop.orders/000000000001.json", {"member": "a"})
     assert b.gate(r, None) == pytest.approx(0, abs=0.5)
     assert b.behind(r) == {}
+
+
+def test_a_member_waits_for_every_member_to_join_before_its_ddl(tmp_path: Path) -> None:
+    clock = Clock()
+    a = member(tmp_path, "a", clock, gate_timeout_s=0.01)
+    b = member(tmp_path, "b", clock)
+    assert a.missing() == ["a", "b"]
+    with pytest.raises(GroupWaitTimeout, match="for b to join"):
+        a.join(None)
+    assert a.missing() == ["b"]  # its own join is in the log, once
+    b.append(Record("b:join", "b", "join", {}))
+    assert a.join(None) == pytest.approx(0, abs=0.5)
+    assert a.missing() == [] and len(a.store.numbers("log")) == 2
+    r = replica(a)
+    assert [f.decisions for f in a.fold(r)] == [(), ()]  # joins change no state
+
+
+def test_the_status_an_operator_reads(tmp_path: Path) -> None:
+    from streaming.group import beat_views, group_status
+
+    clock = Clock()
+    a, b = member(tmp_path, "a", clock), member(tmp_path, "b", clock)
+    a.owns(a.views())
+    b.append(ddl("b", "s2.db_1.orders_0", CREATE, 1))
+    b.fold(replica(b))
+    now = __import__("time").time()
+    status = group_status(a.store, a.settings, beat_views(a.store, a.co, now))
+    assert status["owner"] == {"term": 0, "member": "a", "epoch": 0, "live": True}
+    assert status["targets"] == [{"target": "shop.orders", "decided": 1, "applied": 0}]
+    assert [m["live"] for m in status["members"]] == [True, True]
+    # a member silent past its lease, by its heartbeat's own timestamp
+    later = group_status(a.store, a.settings, beat_views(a.store, a.co, now + 60))
+    assert [m["live"] for m in later["members"]] == [False, False]
+    assert later["owner"]["live"] is False
+
+
+def test_a_published_change_reads_back_as_the_decision() -> None:
+    from coordinator.decisions import ApplyDDL
+    from coordinator.group import decision_from_json, decision_to_json
+    from schemas.ddl import parse_create_table, parse_ddl
+
+    schema = parse_create_table("CREATE TABLE `a``b'c;--` (id INT NOT NULL, `x y` VARCHAR(3))")
+    (alter,) = parse_ddl("ALTER TABLE t ADD COLUMN `n'1` INT")
+    d = ApplyDDL(TARGET, alter.specs, schema, "ALTER TABLE t ADD COLUMN `n'1` INT", "why")
+    assert decision_from_json(decision_to_json(d)) == d

@@ -289,6 +289,30 @@ function renderDead(dead) {
     el("td", { class: "num", text: d.offset }), el("td", { text: d.format }), el("td", { class: "sql", text: d.reason }))));
 }
 
+function renderGroup(group) {
+  const summary = document.querySelector("#group-summary");
+  const members = document.querySelector("#group-members tbody");
+  const targets = document.querySelector("#group-targets tbody");
+  if (group.group === null) {
+    summary.replaceChildren(el("p", { class: "hint", text: "this job writes its targets alone (no coordination: in the settings)" }));
+    members.replaceChildren();
+    targets.replaceChildren();
+    return;
+  }
+  const o = group.owner;
+  summary.replaceChildren(el("p", { text: `group ${group.group}, lease ${group.lease_s} s, ${group.log} log records; owner: `
+    + (o ? `${o.member} (term ${o.term})${o.live ? "" : " — DOWN, the next live member takes the term"}` : "no term yet") }));
+  members.replaceChildren(...group.members.map((m) => el("tr", { "data-member": m.member },
+    el("td", { text: m.member }), el("td", { class: "num", text: m.epoch ?? "—" }),
+    el("td", {}, el("span", { class: "badge " + (m.live ? "member-live" : "member-down"), text: m.live ? "live" : "down" })),
+    el("td", { class: "num", text: m.silent_s === null ? "—" : `${m.silent_s} s` }),
+    el("td", { class: "num", text: m.ack ?? "—" }), el("td", { class: "num", text: m.batch ?? "—" }),
+    el("td", { class: "sql", text: m.waiting || "—" }))));
+  targets.replaceChildren(...group.targets.map((t) => el("tr", { "data-target": t.target },
+    el("td", { text: t.target }), el("td", { class: "num", text: t.decided }),
+    el("td", { class: "num" + (t.applied < t.decided ? " behind" : ""), text: t.applied }))));
+}
+
 function renderMoves(moves) {
   const rows = moves.moves.map((m) => el("tr", { "data-move": m.id },
     el("td", { text: m.id }), el("td", { text: m.from.join(", ") + (m.keys ? ` (keys: ${m.keys})` : "") }),
@@ -342,10 +366,11 @@ function setStatus(text, bad) {
 
 async function refresh() {
   try {
-    const [p, locks, dead, moves] = await Promise.all([getJSON("/api/progress"), getJSON("/api/locks"), getJSON("/api/dead-letters"), getJSON("/api/moves")]);
+    const [p, locks, dead, moves, group] = await Promise.all([getJSON("/api/progress"), getJSON("/api/locks"), getJSON("/api/dead-letters"), getJSON("/api/moves"), getJSON("/api/group")]);
     renderOverview(p, locks, dead);
     renderLocks(locks);
     renderMoves(moves);
+    renderGroup(group);
     renderDead(dead);
     document.body.dataset.batch = locks.batch ?? "";
     if (!document.getElementById("status").textContent.startsWith("queued")) setStatus("updated " + new Date().toLocaleTimeString());
