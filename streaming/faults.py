@@ -73,7 +73,8 @@ def crash_point(name: str) -> None:
     if _pause is not None:
         point, _, count = _pause.partition(":")
         if point == name and _seen[name] == int(count or 1):
-            log.warning("fault: pausing (SIGSTOP) at %s", _pause)
+            log.warning("fault: pausing (SIGSTOP) at %s (thread %s)", _pause,
+                        threading.current_thread().name)  # fmt: skip
             os.kill(os.getpid(), signal.SIGSTOP)
     if _crash is not None:
         point, _, count = _crash.partition(":")

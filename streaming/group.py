@@ -59,12 +59,25 @@ from streaming.faults import crash_point
 from streaming.group_store import GroupStore, group_store, probe
 from streaming.slots import Slots
 
-__all__ = ["GroupMember", "GroupWaitTimeout", "LeaseLost", "MemberView", "Ticker", "tick_topic"]
+__all__ = [
+    "Fenced",
+    "GroupMember",
+    "GroupWaitTimeout",
+    "LeaseLost",
+    "MemberView",
+    "Ticker",
+    "tick_topic",
+]
 
 log = logging.getLogger("shardmerge.group")
 
 
-class LeaseLost(ShardMergeError):
+class Fenced(ShardMergeError):
+    """The group went on without this member (its lease ran out, or a target has a version
+    its batch did not fold): the batch writes nothing and runs again, folding the log."""
+
+
+class LeaseLost(Fenced):
     """This member's heartbeat was not written for its lease: the owner may have gone on
     without it, so it writes nothing until a batch run again has folded the log."""
 
@@ -272,6 +285,8 @@ class GroupMember:
         self.terms_claimed = 0
         self.stale_refused = 0
         self.batch_seq = 0  # the log number the last saved batch folded to
+        self.lapses = 0  # heartbeats written later than the lease after the one before
+        self.lapses_seen = 0  # ... as the running batch began
         self._all_joined = False
         self.ticker: Ticker | None = None
         self.ticked = 0.0
@@ -345,10 +360,18 @@ class GroupMember:
         return v
 
     def behind(self, replica: Replica) -> dict[TargetId, tuple[int, int]]:
-        """The targets whose table lacks the version the replica decided: (has, decided)."""
+        """The targets whose table lacks the version the replica decided: (has, decided).
+        A table past it (the owner went on without this member) fences the batch: its
+        rows were planned for a schema the table no longer has (G4)."""
         out = {}
         for target, decided in replica.versions.items():
             have = self.applied(target)
+            if have > decided:
+                self.fenced += 1
+                raise Fenced(
+                    f"group {self.co.group}: {target} is at version {have}, past the {decided} "
+                    f"member {self.member}'s batch planned for; the batch runs again"
+                )
             if have < decided:
                 out[target] = (have, decided)
         return out
@@ -356,6 +379,13 @@ class GroupMember:
     # --- members, leases, the owner's term ------------------------------------------------------
 
     def write_beat(self) -> None:
+        gap = self.clock() - self.beat_ok
+        if gap > self.co.lease_s:
+            # This member was silent past its lease (a pause, a store it could not reach):
+            # the batch running now must not write (check).
+            self.lapses += 1
+            log.warning("group %s: member %s wrote no heartbeat for %.1f s (lease %s s)",
+                        self.co.group, self.member, gap, self.co.lease_s)  # fmt: skip
         self.beat += 1
         self.store.put(
             f"members/{self.member}/beat.json",
@@ -580,6 +610,7 @@ class GroupMember:
         """A batch starts: one driver per member, and a member whose lease ran out does
         not go on as if it had not."""
         self.lock.acquire()
+        self.lapses_seen = self.lapses
         try:
             self.check()
         except BaseException:
@@ -594,6 +625,14 @@ class GroupMember:
                 f"{newest}; this run (epoch {self.epoch}) stops so that one run writes"
             )
         silent = self.clock() - self.beat_ok
+        if self.lapses > self.lapses_seen:
+            self.fenced += 1
+            self.lapses_seen = self.lapses
+            raise LeaseLost(
+                f"group {self.co.group}: member {self.member} was silent past its lease "
+                f"({self.co.lease_s} s) while this batch ran: the owner may have gone on "
+                "without it; the batch runs again after folding the log"
+            )
         if silent > self.co.lease_s:
             self.fenced += 1
             raise LeaseLost(
@@ -635,6 +674,7 @@ class GroupMember:
                 last_log = time.monotonic()
             self.check()
             time.sleep(min(self.co.heartbeat_s / 2, 0.5))
+        self.check()  # right before the write step: still this member's lease
         waited = time.monotonic() - started
         self.gate_seconds += waited
         self.waiting = ""

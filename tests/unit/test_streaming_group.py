@@ -13,7 +13,7 @@ from coordinator.group import Record, Replica
 from coordinator.ids import TargetId
 from streaming.config import Settings
 from streaming.epochs import Superseded
-from streaming.group import GroupMember, GroupWaitTimeout, LeaseLost
+from streaming.group import Fenced, GroupMember, GroupWaitTimeout, LeaseLost
 from streaming.group_store import GroupStore, LocalRecords
 
 TARGET = TargetId.parse("shop.orders")
@@ -113,8 +113,10 @@ def test_a_member_fences_itself(tmp_path: Path) -> None:
     clock.now += 10.5
     with pytest.raises(LeaseLost, match=r"no heartbeat for 10\.5 s"):
         a.check()
-    a.write_beat()
-    a.check()
+    a.write_beat()  # late: the batch that runs now must not write, even with a fresh beat
+    with pytest.raises(LeaseLost, match="silent past its lease"):
+        a.check()
+    a.check()  # the next batch (after folding the log) goes on
     member(tmp_path, "a", clock)  # a second driver of member a
     with pytest.raises(Superseded, match="epoch 1"):
         a.check()
@@ -147,6 +149,10 @@ def test_the_gate_waits_for_the_owner_and_the_owner_for_acknowledgements(
     a.store.create_new("applied/shop.orders/000000000001.json", {"member": "a"})
     assert b.gate(r, None) == pytest.approx(0, abs=0.5)
     assert b.behind(r) == {}
+    # the owner went on without b: a version b's batch did not fold fences it
+    a.store.create_new("applied/shop.orders/000000000002.json", {"member": "a"})
+    with pytest.raises(Fenced, match="at version 2, past the 1"):
+        b.gate(r, None)
 
 
 def test_a_member_waits_for_every_member_to_join_before_its_ddl(tmp_path: Path) -> None:
