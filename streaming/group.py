@@ -492,6 +492,9 @@ class GroupMember:
                                 self.co.group, target, want, holder.get("member"), n)  # fmt: skip
                     break
                 stale = None if isinstance(d, CreateTarget) else self.stale(sink, path, d, want)
+                # Still this member's lease right before the change: a pause between the
+                # checks above and the ALTER would let it run an old change over a newer one.
+                self.check()
                 if stale == "done":
                     pass  # run by an owner before this one, not recorded: recorded now
                 elif stale is not None:
@@ -571,15 +574,25 @@ class GroupMember:
         member's tables are in the fold before anyone's DDL: a rename cannot complete
         among one member's shards while another member's are still unknown."""
         self.append(Record(f"{self.member}:join", self.member, "join", {}))
-        started = time.monotonic()
-        last_log = started
-        while missing := self.missing():
+
+        def pending() -> str | None:
+            missing = self.missing()
+            return f"member(s) {', '.join(missing)} to join the group" if missing else None
+
+        return self.wait(spark, pending)
+
+    def wait(self, spark: Any, pending: Callable[[], str | None]) -> float:
+        """Wait while ``pending()`` says what for (None: nothing more), doing the owner's
+        work and checking this member's lease meanwhile, at most ``gate_timeout_s``; the
+        seconds waited."""
+        started = last_log = time.monotonic()
+        while (what := pending()) is not None:
             waited = time.monotonic() - started
-            self.waiting = f"waiting for member(s) {', '.join(missing)} to join the group"
+            self.waiting = f"waiting for {what}"
             if waited > self.co.gate_timeout_s:
                 raise GroupWaitTimeout(
                     f"group {self.co.group}: member {self.member} waited {waited:.0f} s for "
-                    f"{', '.join(missing)} to join (their first batch); the batch runs again"
+                    f"{what}; the batch runs again"
                 )
             if time.monotonic() - last_log > 10:
                 log.warning("group %s: %s", self.co.group, self.waiting)
@@ -649,35 +662,19 @@ class GroupMember:
         acknowledgement can always go on, so members waiting in their gates never wait
         for each other in a circle."""
         self.ack = replica.seq
-        started = time.monotonic()
-        behind = self.behind(replica)
-        if behind:
+        if self.behind(replica):
             self.gate_waits += 1
-        last_log = started
-        while behind:
-            self.owner_work(spark)
+
+        def pending() -> str | None:
             behind = self.behind(replica)
             if not behind:
-                break
-            waited = time.monotonic() - started
+                return None
             what = ", ".join(f"{t} has v{h}, decided v{d}" for t, (h, d) in behind.items())
-            self.waiting = f"rows wait in the gate: {what}" + (
-                f" ({self.waiting})" if self.waiting else ""
-            )
-            if waited > self.co.gate_timeout_s:
-                raise GroupWaitTimeout(
-                    f"group {self.co.group}: member {self.member} waited {waited:.0f} s for "
-                    f"the owner: {what}; the batch runs again"
-                )
-            if time.monotonic() - last_log > 10:
-                log.warning("group %s: %s", self.co.group, self.waiting)
-                last_log = time.monotonic()
-            self.check()
-            time.sleep(min(self.co.heartbeat_s / 2, 0.5))
+            return f"the owner: {what} (rows wait in the gate)"
+
+        waited = self.wait(spark, pending)
         self.check()  # right before the write step: still this member's lease
-        waited = time.monotonic() - started
         self.gate_seconds += waited
-        self.waiting = ""
         return waited
 
     def finish(self, replica: Replica, batch: int) -> None:

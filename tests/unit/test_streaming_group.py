@@ -160,7 +160,7 @@ def test_a_member_waits_for_every_member_to_join_before_its_ddl(tmp_path: Path) 
     a = member(tmp_path, "a", clock, gate_timeout_s=0.01)
     b = member(tmp_path, "b", clock)
     assert a.missing() == ["a", "b"]
-    with pytest.raises(GroupWaitTimeout, match="for b to join"):
+    with pytest.raises(GroupWaitTimeout, match=r"for member\(s\) b to join"):
         a.join(None)
     assert a.missing() == ["b"]  # its own join is in the log, once
     b.append(Record("b:join", "b", "join", {}))
@@ -198,3 +198,34 @@ def test_a_published_change_reads_back_as_the_decision() -> None:
     (alter,) = parse_ddl("ALTER TABLE t ADD COLUMN `n'1` INT")
     d = ApplyDDL(TARGET, alter.specs, schema, "ALTER TABLE t ADD COLUMN `n'1` INT", "why")
     assert decision_from_json(decision_to_json(d)) == d
+
+
+def test_group_show_reads_the_store_without_a_jvm(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    from shardmerge.cli import main
+
+    clock = Clock()
+    a, b = member(tmp_path, "a", clock), member(tmp_path, "b", clock)
+    a.owns(a.views())
+    b.append(ddl("b", "s2.db_1.orders_0", CREATE, 1))
+    b.fold(replica(b))
+    config = tmp_path / "a.yaml"
+    config.write_text(yaml.safe_dump(a.settings.model_dump(mode="json", exclude_none=True)))
+    assert main(["group", "show", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "owner: a (term 0, epoch 0), live" in out
+    assert [line.split()[:3] for line in out.splitlines() if line.startswith(("a ", "b "))] == [
+        ["a", "0", "live"], ["b", "0", "live"],
+    ]  # fmt: skip
+    assert "shop.orders                            1       0" in out
+    assert main(["group", "show", "--config", str(config), "--json"]) == 0
+    assert '"decided": 1' in capsys.readouterr().out
+    alone = tmp_path / "alone.yaml"
+    data = a.settings.model_dump(mode="json", exclude_none=True)
+    del data["coordination"]
+    alone.write_text(yaml.safe_dump(data))
+    assert main(["group", "show", "--config", str(alone)]) == 2
+    assert "no coordination settings" in capsys.readouterr().out
