@@ -266,13 +266,28 @@ class Replica:
 
     def snapshot(self) -> dict[str, Any]:
         """The replica as JSON values (the coordinator's own snapshot inside)."""
+        return {"coordinator": snapshot(self.coordinator), **self.meta()}
+
+    def meta(self) -> dict[str, Any]:
+        """The replica but its coordinator, as JSON values (an engine that saves the
+        coordinator anyway keeps these beside it: :meth:`with_coordinator`)."""
         return {
             "seq": self.seq,
-            "coordinator": snapshot(self.coordinator),
             "owners": sorted([str(s), job] for s, job in self.owners.items()),
             "versions": sorted([str(t), v] for t, v in self.versions.items()),
             "refused": [list(r) for r in self.refused],
         }
+
+    @classmethod
+    def with_coordinator(cls, coordinator: Coordinator, meta: Mapping[str, Any]) -> Replica:
+        """The replica of :meth:`meta` around a coordinator restored from its own save."""
+        return cls(
+            coordinator,
+            int(meta["seq"]),
+            {ShardId.parse(s): job for s, job in meta["owners"]},
+            {TargetId.parse(t): int(v) for t, v in meta["versions"]},
+            [(int(seq), str(why)) for seq, why in meta["refused"]],
+        )
 
     @classmethod
     def restore(
@@ -282,13 +297,8 @@ class Replica:
         configs: Mapping[TargetId, TargetConfig] | None = None,
         default: TargetConfig = DEFAULT_CONFIG,
     ) -> Replica:
-        return cls(
-            restore(data["coordinator"], router, dict(configs or {}), default),
-            int(data["seq"]),
-            {ShardId.parse(s): job for s, job in data["owners"]},
-            {TargetId.parse(t): int(v) for t, v in data["versions"]},
-            [(int(seq), str(why)) for seq, why in data["refused"]],
-        )
+        coordinator = restore(data["coordinator"], router, dict(configs or {}), default)
+        return cls.with_coordinator(coordinator, data)
 
 
 # --- the target-level decisions, as the owner reads them -----------------------------------

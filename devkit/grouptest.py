@@ -268,9 +268,12 @@ def _column_name(raw: Any) -> str:
 
 def run_case(
     case: str, bootstrap: str, work: Path, spark: Any, *, shards: int, rows: int,
-    deadline_s: float, in_process: bool = False,
+    deadline_s: float, in_process: bool = False, storage: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> CaseReport:  # fmt: skip
-    """One case; ``in_process``: job ``a`` runs in ``spark`` (the rollout case only)."""
+    """One case; ``in_process``: job ``a`` runs in ``spark`` (the rollout case only);
+    ``storage``: a URI under which the lake goes (a bucket), ``env`` what reaches both jobs
+    (their S3A settings)."""
     import shutil
 
     from streaming.group_store import group_store
@@ -281,20 +284,20 @@ def run_case(
     r = CaseReport(case)
     started = time.monotonic()
     oracle = produce(bootstrap, shards, rows, prefix)
-    lake = f"file://{work / 'lake'}"
+    lake = f"{storage.rstrip('/')}/{case}/lake" if storage else f"file://{work / 'lake'}"
     configs = {j: write_config(work, j, bootstrap, prefix, lake) for j in ("a", "b")}
-    env_a: dict[str, str] = {}
+    env_a: dict[str, str] = dict(env or {})
     if case == "owner-kill":
-        env_a = {"SHARDMERGE_CRASH_AT": "group_after_alter:2"}  # the 1st is the CREATE
+        env_a["SHARDMERGE_CRASH_AT"] = "group_after_alter:2"  # the 1st is the CREATE
     elif case == "race":
-        env_a = {"SHARDMERGE_PAUSE_AT": "group_before_alter:2"}
+        env_a["SHARDMERGE_PAUSE_AT"] = "group_before_alter:2"
     if in_process and case != "rollout":
         raise ValueError(f"case {case} signals job a: it needs a process of its own")
     jobs: dict[str, Job | InProcessMember] = {
         "a": InProcessMember(configs["a"], work / "a.log", spark)
         if in_process
         else Job("a", configs["a"], work / "a.log", env_a),
-        "b": Job("b", configs["b"], work / "b.log"),
+        "b": Job("b", configs["b"], work / "b.log", env),
     }
     stopped_b = continued = False
     try:
@@ -313,7 +316,7 @@ def run_case(
             if (case == "owner-kill" and isinstance(a, Job) and a.proc is not None
                     and a.proc.poll() is not None):  # fmt: skip
                 r.notes.append(f"a died (exit {a.proc.returncode}) at {elapsed:.0f} s; restarted")
-                a.start()
+                a.start({k: v for k, v in env_a.items() if k != "SHARDMERGE_CRASH_AT"})
             if case == "race" and not continued and a.stopped_itself():
                 if not stopped_b:
                     stopped_b, stop_at = True, elapsed
@@ -334,7 +337,7 @@ def run_case(
     compare(spark, lake, oracle, r)
     r.seconds = time.monotonic() - started
     r.ddl_runs = ddl_runs(spark, lake)
-    store = group_store(f"{lake}/_shardmerge/groups/g1")
+    store = group_store(f"{lake}/_shardmerge/groups/g1", spark)
     for n in store.numbers("terms"):
         t = store.read_numbered("terms", n) or {}
         r.terms.append(f"{n}:{t.get('member')}@{t.get('epoch')}")
@@ -363,15 +366,32 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=300, help="row changes per shard")
     parser.add_argument("--deadline", type=float, default=300.0, help="seconds per case")
     parser.add_argument("--workdir", default=str(ROOT / ".state" / "grouptest"))
+    parser.add_argument(
+        "--storage",
+        choices=["local", "s3"],
+        default="local",
+        help="where the shared lake (and the group store) goes: the workdir, or a bucket on "
+        "a local S3 store, through S3A (the project's log store makes Delta's commits "
+        "conditional PUTs there)",
+    )
     args = parser.parse_args()
     work = Path(args.workdir)
     reports = []
-    with kafka_local.running("grouptest", work / "kafka") as broker:
-        spark = build_spark("shardmerge-grouptest")
+    with contextlib.ExitStack() as stack:
+        broker = stack.enter_context(kafka_local.running("grouptest", work / "kafka"))
+        storage, env = None, None
+        if args.storage == "s3":
+            from devkit.killtest import on_object_store
+
+            storage, env, spark = on_object_store(stack, work / "s3")
+            print(f"the lake under {storage}", file=sys.stderr, flush=True)
+        else:
+            spark = build_spark("shardmerge-grouptest")
         for case in args.cases.split(","):
             print(f"== {case}", file=sys.stderr, flush=True)
             r = run_case(case, broker.bootstrap, work / case, spark, shards=args.shards,
-                         rows=args.rows, deadline_s=args.deadline)  # fmt: skip
+                         rows=args.rows, deadline_s=args.deadline, storage=storage,
+                         env=env)  # fmt: skip
             reports.append(r)
             print("\n".join(r.lines()), flush=True)
     ok = all(r.ok for r in reports)

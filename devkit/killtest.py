@@ -287,7 +287,7 @@ def kill_test(
     return final
 
 
-def _on_object_store(stack: contextlib.ExitStack, state: Path) -> tuple[str, dict[str, str], Any]:
+def on_object_store(stack: contextlib.ExitStack, state: Path) -> tuple[str, dict[str, str], Any]:
     """A local S3 store for the run: a new bucket, the job's S3A settings (through
     ``PYSPARK_SUBMIT_ARGS``, as a launcher would give them) and a session to compare with."""
     import uuid
@@ -331,7 +331,7 @@ def main() -> int:
         broker = stack.enter_context(kafka_local.running("killtest", work / "kafka"))
         storage, extra_env, spark = None, None, None
         if args.storage == "s3":
-            storage, extra_env, spark = _on_object_store(stack, work / "s3")
+            storage, extra_env, spark = on_object_store(stack, work / "s3")
             print(f"lake and checkpoint under {storage}", file=sys.stderr, flush=True)
         report = kill_test(
             broker.bootstrap, work / "job", points, shards=args.shards, rows=args.rows,

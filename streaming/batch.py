@@ -143,6 +143,7 @@ class BatchProcessor:
         self.epochs = Epochs.claim(settings.checkpoint, spark, app_id=self.app_id)
         # One of several jobs writing the same targets (streaming.group).
         self.group: GroupMember | None = None
+        self.saved_group: dict[str, Any] | None = None
         if settings.coordination is not None:
             from streaming.group import Ticker
 
@@ -156,6 +157,8 @@ class BatchProcessor:
         """The coordinator, the operator commands applied, the Kafka topic ids
         (streaming.topic_ids) and the moves saved by the batch before ``batch``."""
         data = self.store.load_before(batch)
+        # a group member's replica, beside the coordinator (Replica.meta)
+        self.saved_group = None if data is None else data.get("group")
         configs, default = self.settings.target_configs(), self.settings.default_config()
         moves = [m.move() for m in self.settings.moves]
         if data is None:
@@ -164,18 +167,6 @@ class BatchProcessor:
         c = self.coordinator_from(data["coordinator"])
         keeper = MoveKeeper(moves, self.router, data.get("moves"))
         return c, set(data.get("applied_commands", [])), dict(data.get("topic_ids", {})), keeper
-
-    def replica(self, c: Coordinator, batch: int) -> Replica:
-        """A group member's replica saved with the batch before ``batch`` (its
-        coordinator: ``c``)."""
-        data = self.store.load_before(batch)
-        saved = (data or {}).get("group")
-        if saved is None:
-            return Replica(c)
-        return Replica.restore(
-            {**saved, "coordinator": data["coordinator"]},  # type: ignore[index]
-            self.router, self.settings.target_configs(), self.settings.default_config(),
-        )  # fmt: skip
 
     def coordinator_from(self, saved: dict[str, Any]) -> Coordinator:
         """The coordinator of a saved state (``coordinator.state.snapshot``)."""
@@ -238,9 +229,7 @@ class _Batch(WriteStep):
     def group_json(self) -> dict[str, Any]:
         """The replica as saved beside the coordinator (its coordinator is that one)."""
         assert self.replica is not None
-        saved = self.replica.snapshot()
-        del saved["coordinator"]
-        return saved
+        return self.replica.meta()
 
     # --- a group member's coordinator (streaming.group) --------------------------------------
 
@@ -338,7 +327,10 @@ class _Batch(WriteStep):
         if self.group is not None:
             # The group log's records since the saved batch (the others', and this job's
             # own only when this batch appends them again: streaming.group.fold).
-            self.replica = self.p.replica(self.c, self.batch)
+            saved = self.p.saved_group
+            self.replica = (
+                Replica(self.c) if saved is None else Replica.with_coordinator(self.c, saved)
+            )
             self.fold(self.replica.seq)
         commands = self.p.store.intent(self.batch, applied)
         # 2. operator commands

@@ -132,6 +132,15 @@ def shared_log_store(spark: Any, sink: str) -> None:
         )
 
 
+def applied(store: GroupStore, target: str) -> int:
+    """The version the target's table has (the owner's records, without gaps)."""
+    taken = set(store.numbers(f"applied/{target}"))
+    v = 0
+    while v + 1 in taken:
+        v += 1
+    return v
+
+
 def group_status(
     store: GroupStore, settings: Settings, members: list[MemberView]
 ) -> dict[str, Any]:
@@ -146,12 +155,8 @@ def group_status(
     owner_live = holder is not None and holder.live and holder.epoch == (term or {}).get("epoch")
     targets = []
     for name in sorted({r.target for r in settings.routes}):
-        taken = set(store.numbers(f"applied/{name}"))
-        applied = 0
-        while applied + 1 in taken:
-            applied += 1
         decided = max(store.numbers(f"decisions/{name}"), default=0)
-        targets.append({"target": name, "decided": decided, "applied": applied})
+        targets.append({"target": name, "decided": decided, "applied": applied(store, name)})
     owner = None
     if term is not None:
         owner = {"term": numbers[-1], "member": term.get("member"), "epoch": term.get("epoch"),
@@ -352,12 +357,7 @@ class GroupMember:
     # --- versions ---------------------------------------------------------------------------
 
     def applied(self, target: TargetId) -> int:
-        """The version the target's table has (the owner's records, without gaps)."""
-        taken = set(self.store.numbers(f"applied/{target}"))
-        v = 0
-        while v + 1 in taken:
-            v += 1
-        return v
+        return applied(self.store, str(target))
 
     def behind(self, replica: Replica) -> dict[TargetId, tuple[int, int]]:
         """The targets whose table lacks the version the replica decided: (has, decided).
