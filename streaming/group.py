@@ -46,6 +46,7 @@ from urllib.parse import urlsplit
 from coordinator.decisions import ApplyDDL, CreateTarget
 from coordinator.group import (
     Folded,
+    GroupError,
     Record,
     Replica,
     decision_from_json,
@@ -311,8 +312,9 @@ class GroupMember:
     # --- the log ------------------------------------------------------------------------------
 
     def read(self) -> None:
-        """Read the log records not read yet (a record, once read, never changes)."""
-        have = max(self.records, default=0)
+        """Read the log records not read yet (a record, once read, never changes), in
+        order: ``records`` holds 1..n without a gap."""
+        have = len(self.records)
         for n, value in self.store.log(have - 1):
             record = Record.from_json(value)
             self.records[n + 1] = record
@@ -324,9 +326,13 @@ class GroupMember:
         seq = self.ids.get(record.id)
         if seq is not None:
             return seq
-        seq = self.store.append(record.to_json()) + 1
-        self.records[seq] = record
-        self.ids[record.id] = seq
+        taken = self.store.append(record.to_json()) + 1
+        # Read up to it: the numbers before it may be other members' appends of the
+        # meantime (a record kept out of order would leave them unread).
+        self.read()
+        seq = self.ids[record.id]
+        if seq != taken:
+            raise GroupError(f"group log record {record.id} is at {seq}, appended at {taken}")
         return seq
 
     def fold(self, replica: Replica, mine_until: int | None = None) -> list[Folded]:

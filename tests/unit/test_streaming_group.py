@@ -229,3 +229,19 @@ def test_group_show_reads_the_store_without_a_jvm(
     alone.write_text(yaml.safe_dump(data))
     assert main(["group", "show", "--config", str(alone)]) == 2
     assert "no coordination settings" in capsys.readouterr().out
+
+
+def test_an_append_reads_the_others_appends_before_it(tmp_path: Path) -> None:
+    clock = Clock()
+    a, b = member(tmp_path, "a", clock), member(tmp_path, "b", clock)
+    append = a.store.append
+
+    def raced(value: dict[str, Any]) -> int:
+        # b appends between a's read of the log and a's own append
+        b.append(ddl("b", "s2.db_1.orders_0", CREATE, 1))
+        return append(value)
+
+    a.store.append = raced  # type: ignore[method-assign]
+    assert a.append(ddl("a", "s1.db_0.orders_0", CREATE, 2)) == 2
+    r = replica(a)
+    assert [f.record.job for f in a.fold(r)] == ["b", "a"]  # none skipped
