@@ -233,14 +233,17 @@ class _Batch(WriteStep):
 
     # --- a group member's coordinator (streaming.group) --------------------------------------
 
-    def tell(self, kind: Any, shard: ShardId, key: str, body: dict[str, Any]) -> Folded | None:
+    def tell(
+        self, kind: Any, shard: ShardId | None, key: str, body: dict[str, Any]
+    ) -> Folded | None:
         """What this job would tell its coordinator, appended to the group log as a
         record (its id: ``key``, which a re-run batch gives again), then the log folded
         up to it: the others' records before it first, each decision about this job's
         shards executed (G2, G3). The fold of the record itself, if it was folded now."""
         assert self.group is not None and self.replica is not None
+        about = {} if shard is None else {"shard": str(shard)}
         record = Record(f"{self.group.member}:{key}", self.group.member, kind,
-                        {"shard": str(shard), **body})  # fmt: skip
+                        {**about, **body})  # fmt: skip
         seq = self.group.append(record)
         self.stats.group_records += 1
         folded = self.fold(seq)
@@ -527,7 +530,7 @@ class _Batch(WriteStep):
         if self.moves and not taken and self.moves.take(as_dict(r), position, self):
             return  # a move's: recorded, queued, deferred or waiting (streaming.moving)
         if self.replica is not None:
-            self.group_ddl(r, shard, sql, position, origin, channel, planner)
+            self.group_ddl(r, planner)
             return
         if self.c.resent(shard, sql, origin, channel):
             # The rows sent again with it are older than its shard's last DDL: they are
@@ -551,21 +554,12 @@ class _Batch(WriteStep):
         planner.close(segs, decisions)
         self.ex.run(decisions)
 
-    def group_ddl(
-        self,
-        r: Any,
-        shard: ShardId,
-        sql: str,
-        position: Any,
-        origin: Any,
-        channel: str,
-        planner: Planner,
-    ) -> None:
+    def group_ddl(self, r: Any, planner: Planner) -> None:
         """A control event of a group member: a ``ddl`` record, folded in log order."""
+        position = position_of(r)
         cut = table_level(r)
         segs = planner.cut(touched(r, self.c.registered()), position) if cut else []
-        body = {"sql": sql, "position": position, "origin": origin, "channel": channel}
-        mine = self.tell("ddl", shard, f"ddl:{_key(position)}", body)
+        mine = self.tell("ddl", *_ddl_record(r))
         if mine is not None and mine.refused:
             self.dead.append((r["topic"], r["partition"], r["offset"], mine.refused))
         planner.close(segs, self.own(mine.decisions) if mine is not None else [])
@@ -584,10 +578,7 @@ class _Batch(WriteStep):
                 continue
             if self.p.router.route(shard) is None:
                 continue
-            position = position_of(r)
-            body = {"sql": sql, "position": position, "origin": upstream_origin(r),
-                    "channel": f"{r['topic']}[{r['partition']}]"}  # fmt: skip
-            self.tell("ddl", shard, f"ddl:{_key(position)}", body)
+            self.tell("ddl", *_ddl_record(r))
         waited = self.group.join(self.spark)
         log.info("batch %s: every member of the group joined (waited %.1f s)", self.batch, waited)
         # the others' records up to this member's join (its own later ones keep their place)
@@ -595,12 +586,7 @@ class _Batch(WriteStep):
 
     def group_command(self, cid: str, command: Any) -> None:
         """An operator command given to this job: the group's, through the log."""
-        assert self.group is not None
-        record = Record(f"{self.group.member}:command:{cid}", self.group.member, "command",
-                        {"command": command.to_json()})  # fmt: skip
-        seq = self.group.append(record)
-        self.stats.group_records += 1
-        folded = next((f for f in self.fold(seq) if f.seq == seq), None)
+        folded = self.tell("command", None, f"command:{cid}", {"command": command.to_json()})
         if folded is not None and folded.refused:
             raise ValueError(folded.refused)
 
@@ -772,6 +758,14 @@ def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:
 
 
 _CREATE_TABLE = re.compile(r"^\s*CREATE\s+TABLE\b", re.IGNORECASE)
+
+
+def _ddl_record(r: Any) -> tuple[ShardId, str, dict[str, Any]]:
+    """A control event as a group log ``ddl`` record: its shard, id key and body."""
+    position = position_of(r)
+    body = {"sql": control_sql(r), "position": position, "origin": upstream_origin(r),
+            "channel": f"{r['topic']}[{r['partition']}]"}  # fmt: skip
+    return ShardId(r["source"], r["db"], r["tbl"]), f"ddl:{_key(position)}", body
 
 
 def _key(value: Any) -> str:

@@ -143,10 +143,11 @@ def applied(store: GroupStore, target: str) -> int:
 
 
 def group_status(
-    store: GroupStore, settings: Settings, members: list[MemberView]
+    store: GroupStore, settings: Settings, members: list[MemberView], log: int | None = None
 ) -> dict[str, Any]:
     """Members (live or down), the owner's term, and per routed target the version the
-    group decided and the one its table has, from the group store."""
+    group decided and the one its table has, from the group store; ``log``: the records
+    in the group log, when the caller has read them (else the store's log is listed)."""
     co = settings.coordination
     assert co is not None
     numbers = store.numbers("terms")
@@ -168,7 +169,7 @@ def group_status(
         "members": [v.to_json() for v in members],
         "owner": owner,
         "targets": targets,
-        "log": len(store.numbers("log")),
+        "log": len(store.numbers("log")) if log is None else log,
     }
 
 
@@ -613,7 +614,7 @@ class GroupMember:
 
     def status(self) -> dict[str, Any]:
         """The group as this member sees it (``/api/group``, metrics, the dashboard)."""
-        out = group_status(self.store, self.settings, self.views())
+        out = group_status(self.store, self.settings, self.views(), len(self.records))
         out["this"] = {
             "member": self.member, "epoch": self.epoch, "gate_waits": self.gate_waits,
             "gate_seconds": round(self.gate_seconds, 3), "applied_here": self.applied_here,
@@ -668,13 +669,16 @@ class GroupMember:
         acknowledgement can always go on, so members waiting in their gates never wait
         for each other in a circle."""
         self.ack = replica.seq
-        if self.behind(replica):
-            self.gate_waits += 1
+        calls = 0
 
         def pending() -> str | None:
+            nonlocal calls
+            calls += 1
             behind = self.behind(replica)
             if not behind:
                 return None
+            if calls == 1:
+                self.gate_waits += 1
             what = ", ".join(f"{t} has v{h}, decided v{d}" for t, (h, d) in behind.items())
             return f"the owner: {what} (rows wait in the gate)"
 
