@@ -311,6 +311,7 @@ class _Run:
             "locks": seen.locks,
             "error": seen.error,
             "failures": failures,
+            **({"moves": seen.moves} if seen.moves else {}),
         }
         self.close_producers()
         name = self.scenario.name

@@ -23,7 +23,7 @@ from schemas.changes import (
 )
 from schemas.ddl import parse_ddl
 from schemas.errors import DDLError
-from streaming.quoting import ident
+from streaming.quoting import ident, string
 
 __all__ = [
     "OKEY_TYPE",
@@ -35,6 +35,7 @@ __all__ = [
     "in_global_order",
     "join_split_renames",
     "okey_position",
+    "okey_sql",
     "position_of",
     "table_level",
     "touched",
@@ -87,6 +88,16 @@ def okey_value(position: Any) -> tuple[Any, ...] | None:
         return None
     f, p, r, t, o = position
     return (str(f), int(p), int(r), int(t), int(o))
+
+
+def okey_sql(position: Any) -> str:
+    """A position as a Spark SQL literal of :data:`OKEY_TYPE` (comparable with
+    :data:`ORDER_KEY`)."""
+    f, p, r, t, o = okey_value(position)  # type: ignore[misc]
+    return (
+        f"named_struct('f', {string(f)}, 'p', CAST({p} AS BIGINT), 'r', CAST({r} AS INT), "
+        f"'t', CAST({t} AS BIGINT), 'o', CAST({o} AS BIGINT))"
+    )
 
 
 def control_sql(r: Any) -> str:

@@ -172,7 +172,15 @@ class Executor:
             )
             log.info("target %s: %d rows of %s now under %s", d.target, changed, d.old, d.new)
         # A split's old side keeps its name and its held rows (the moved keys' were
-        # discarded: streaming.moving).
+        # discarded: streaming.moving). Rows that a release earlier in this batch replays
+        # keep the old name: the write step reads them under it (its plan: a TRUNCATE of
+        # the old name before them), then renames them as it renames the batch's own rows
+        # of the old name (``streaming.writer.follow_renames``).
         if self.stash is not None and not d.keys and self.stash.exists():
-            self.stash.rename(str(d.target), d.old, d.new, stash_slot)
+            replayed = [
+                (r.version, r.until)
+                for r in self.work.releases
+                if r.target == d.target and r.shard == d.old
+            ]
+            self.stash.rename(str(d.target), d.old, d.new, stash_slot, keep=replayed)
         self.work.renames.append(d)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from coordinator.ids import ShardId
+from coordinator.ids import Position, ShardId
 from streaming.contract import EVENT_SCHEMA
-from streaming.control import ORDER_KEY
+from streaming.control import ORDER_KEY, okey_sql
 from streaming.delta_sink import DeltaSink, delta_table_at, equal_to, txn, update
 from streaming.faults import raise_point
 from streaming.quoting import ident, table_at
@@ -103,9 +103,23 @@ class Stash:
             .withColumn("_okey", F.expr(ORDER_KEY))
         )
 
-    def rename(self, target: str, old: ShardId, new: ShardId, version: int) -> None:
+    def rename(
+        self,
+        target: str,
+        old: ShardId,
+        new: ShardId,
+        version: int,
+        keep: list[tuple[int, Position]] | None = None,
+    ) -> None:
         """The held rows of ``old`` (for ``target``) are ``new``'s from now on: a release of
-        the renamed shard replays them. One UPDATE with transaction ``(app_id, version)``."""
+        the renamed shard replays them. One UPDATE with transaction ``(app_id, version)``.
+        ``keep``: (table version, until) of releases of ``old`` the running batch replays
+        (rows of that version before ``until``, all when None): they keep ``old``'s name,
+        the batch reads them under it."""
+        condition = None
+        if keep:
+            released = " OR ".join(_held_under(v, until) for v, until in keep)
+            condition = f"NOT ({released})"
         update(
             self.spark,
             self.app_id,
@@ -113,6 +127,7 @@ class Stash:
             (("target", target), ("source", old.source), ("db", old.db), ("tbl", old.table)),
             (("source", new.source), ("db", new.db), ("tbl", new.table)),
             version,
+            condition,
         )
 
     def discard(self, target: str, shard: ShardId, kept: int, batch: int, version: int) -> int:
@@ -136,3 +151,11 @@ class Stash:
                 "WHEN MATCHED THEN DELETE"
             )
         self.spark.catalog.dropTempView("shardmerge_released")
+
+
+def _held_under(version: int, until: Position) -> str:
+    """A condition true for stash rows of table ``version`` before ``until`` (every row of
+    the version when None): what a release replays (``Stash.released``)."""
+    if until is None:
+        return f"(version = {int(version)})"
+    return f"(version = {int(version)} AND {ORDER_KEY} < {okey_sql(until)})"

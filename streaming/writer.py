@@ -205,10 +205,14 @@ class WriteStep:
 
     def released(self, plan: DataFrame, moved: str) -> DataFrame:
         """The stash rows the batch's releases replay, with their plan (kept: the stash
-        delete reads them again)."""
+        delete reads them again). A shard renamed in the batch after its release (a move's
+        switch re-homes its ``from`` once the lock released it) kept these rows under its
+        old name (``Executor.rename``): they take its new name as the batch's own rows of
+        the old name do."""
         held = self.stash.released(release_frame(self.spark, self.ex.work.releases), self.batch)
+        joined = join_plan(held.withColumnRenamed("_project", "_rproject"), plan, moved)
         released = (
-            join_plan(held.withColumnRenamed("_project", "_rproject"), plan, moved)
+            self.follow_renames(joined)
             .withColumn("_target", F.col("target"))
             .withColumn("_version", F.col("version"))
             .withColumn("_project", F.col("_rproject"))

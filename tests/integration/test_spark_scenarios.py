@@ -58,6 +58,7 @@ def comparable(output: dict) -> dict:
         "rows": output["rows"],
         "locks": [(lock["stage"], sorted(lock["blocked"])) for lock in output["locks"]],
         "stopped": output["error"] is not None,
+        "moves": output.get("moves", {}),
     }
 
 
