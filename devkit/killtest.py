@@ -90,6 +90,36 @@ def produce(
     return oracle.rows
 
 
+def produce_move(bootstrap: str, source: str, shards: int, rows: int) -> dict[Any, dict[str, Any]]:
+    """Write the move workload (``devkit.workload.moving_workload``: shard 0 moves while a
+    pessimistic ADD COLUMN holds its rows, so the switch runs in the batch that releases
+    them); return the oracle: the merged table's final rows by primary key."""
+    from devkit.producer import DebeziumProducer
+    from devkit.workload import Oracle, moving_workload
+
+    producer = DebeziumProducer(bootstrap, source)
+    oracle = Oracle()
+    for ev, shown in moving_workload(shards, rows, seed=7):
+        if shown:
+            oracle.take(ev)
+        if ev.kind == "row":
+            producer.row(ev.db, ev.table, ev.op, ev.before, ev.after, ev.schema)  # type: ignore[arg-type]
+        else:
+            producer.ddl(ev.db, ev.table, ev.statement or "", ev.schema)
+    producer.close()
+    return oracle.rows
+
+
+def move_settings(source: str) -> str:
+    """The ``moves:`` settings of the move workload."""
+    from devkit.workload import MOVE_FROM, MOVE_ID, MOVE_TO
+
+    return (
+        f"moves:\n  - {{id: {MOVE_ID}, from: {source}.{'.'.join(MOVE_FROM)}, "
+        f"to: {source}.{'.'.join(MOVE_TO)}}}\n"
+    )
+
+
 def write_config(
     path: Path,
     bootstrap: str,
@@ -100,6 +130,7 @@ def write_config(
     mode: str = "optimistic",
     read_ahead: bool = False,
     ddl_grace_ms: int | None = None,
+    extra: str = "",
 ) -> None:
     # The schema-change topic shares the rate limit here (read_schema_ahead: false): DDLs
     # then spread over many micro-batches and every protocol point, DDL and release
@@ -120,6 +151,7 @@ targets:
 sink: {{path: "{lake}"}}
 checkpoint: "{checkpoint}"
 {"" if ddl_grace_ms is None else f"ddl_grace_ms: {ddl_grace_ms}"}
+{extra}
 # any free port: other jobs on the machine may hold the default; the token the job makes
 # stays beside its config (a killed job cannot remove it)
 ops: {{port: 0, generated_token_file: "{path.parent / "ops-token"}"}}
@@ -253,18 +285,25 @@ def kill_test(
     bootstrap: str, work: Path, points: list[str], *, shards: int = 4, rows: int = 400,
     max_offsets: int = 300, spark: Any = None, source: str = "kt",
     storage: str | None = None, extra_env: dict[str, str] | None = None,
-    finish_in: Any = None,
+    finish_in: Any = None, workload: str = "ddl",
 ) -> Report:  # fmt: skip
     """``storage``: a URI under which lake and checkpoint go (default: ``work``), e.g. a
     bucket; ``extra_env`` reaches the job (e.g. ``PYSPARK_SUBMIT_ARGS`` with S3A conf).
     ``finish_in``: a Spark session to run the last (not killed) run in, on a thread
-    (:class:`InProcessJob`), instead of a process: the CI test's, to spare a cold JVM."""
+    (:class:`InProcessJob`), instead of a process: the CI test's, to spare a cold JVM.
+    ``workload``: ``ddl`` (:data:`DDL` rolled out, optimistic) or ``move`` (a move whose
+    switch waits for a pessimistic lock holding rows of its old home: ``produce_move``)."""
     work.mkdir(parents=True, exist_ok=True)
-    oracle = produce(bootstrap, source, shards, rows)
     config = work / "job.yaml"
     base = (storage or str(work)).rstrip("/")
     lake = f"{base}/lake"
-    write_config(config, bootstrap, source, lake, f"{base}/checkpoint", max_offsets)
+    if workload == "move":
+        oracle = produce_move(bootstrap, source, shards, rows)
+        write_config(config, bootstrap, source, lake, f"{base}/checkpoint", max_offsets,
+                     mode="pessimistic", extra=move_settings(source))  # fmt: skip
+    else:
+        oracle = produce(bootstrap, source, shards, rows)
+        write_config(config, bootstrap, source, lake, f"{base}/checkpoint", max_offsets)
     report = Report()
     log = work / "job.log"
     for point in [*points, None]:
@@ -305,7 +344,7 @@ def on_object_store(stack: contextlib.ExitStack, state: Path) -> tuple[str, dict
 
 def main() -> int:
     from devkit import kafka_local
-    from streaming.faults import POINTS
+    from streaming.faults import MOVE_POINTS, POINTS
 
     parser = argparse.ArgumentParser(description="kill -9 the job at many points, check the table")
     parser.add_argument("--points", type=int, default=20, help="number of kills")
@@ -318,6 +357,20 @@ def main() -> int:
         default="local",
         help="where lake and checkpoint go: the workdir, or a bucket on a local S3 store",
     )
+    parser.add_argument(
+        "--workload",
+        choices=["ddl", "move"],
+        default="ddl",
+        help="ddl: three DDLs rolled out shard by shard (optimistic); move: shard 0 moves "
+        "while a pessimistic ADD COLUMN holds its rows, the switch in the batch that releases "
+        "them (kills also right after the switch)",
+    )
+    parser.add_argument(
+        "--at",
+        action="append",
+        metavar="POINT:N",
+        help="kill at these points, in this order, instead of --points (repeatable)",
+    )
     args = parser.parse_args()
     work = Path(args.workdir)
     import shutil
@@ -326,7 +379,12 @@ def main() -> int:
     # Every protocol point in turn, at its first or second occurrence in a run: a run that
     # starts late in the workload may not reach a point a third time (it would then finish
     # without being killed; the report counts the kills that happened).
-    points = [f"{POINTS[i % len(POINTS)]}:{1 + (i // len(POINTS)) % 2}" for i in range(args.points)]
+    every = POINTS + (MOVE_POINTS if args.workload == "move" else ())
+    points = args.at or [
+        # the switch runs once per run of its batch: its first occurrence
+        f"{p}:{1 if p in MOVE_POINTS else 1 + (i // len(every)) % 2}"
+        for i, p in ((i, every[i % len(every)]) for i in range(args.points))
+    ]
     with contextlib.ExitStack() as stack:
         broker = stack.enter_context(kafka_local.running("killtest", work / "kafka"))
         storage, extra_env, spark = None, None, None
@@ -336,6 +394,7 @@ def main() -> int:
         report = kill_test(
             broker.bootstrap, work / "job", points, shards=args.shards, rows=args.rows,
             max_offsets=250, storage=storage, extra_env=extra_env, spark=spark,
+            workload=args.workload,
         )  # fmt: skip
     killed = sum(1 for _, code, _ in report.runs if code == -9)
     print(f"kills: {killed} of {len(points)} runs died by SIGKILL (others finished first)")

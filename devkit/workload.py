@@ -17,7 +17,17 @@ from schemas import apply, parse_create_table, parse_ddl
 from schemas.changes import AlterTable, ChangeColumn, RenameColumn
 from schemas.model import Column, TableSchema, name_key
 
-__all__ = ["BASE_TABLE_SQL", "Oracle", "WorkloadEvent", "shard_name", "sharded_workload"]
+__all__ = [
+    "BASE_TABLE_SQL",
+    "MOVE_FROM",
+    "MOVE_ID",
+    "MOVE_TO",
+    "Oracle",
+    "WorkloadEvent",
+    "moving_workload",
+    "shard_name",
+    "sharded_workload",
+]
 
 BASE_TABLE_SQL = (
     "CREATE TABLE {table} (id BIGINT NOT NULL AUTO_INCREMENT, user_id INT NOT NULL, "
@@ -220,3 +230,125 @@ def _faker(col: Column) -> Callable[[Callable[[], float], int], Any]:
         width, name = min(col.type.length or 32, 24), col.name
         return lambda rand, n: f"{name}-{n}"[:width]
     return lambda rand, n: None
+
+
+# The move of ``moving_workload``: shard 0 (``db_0.orders_0``) moves to a table no other
+# shard has (``shard_name`` gives databases db_0..db_7 only), on the same source.
+MOVE_FROM = ("db_0", "orders_0")
+MOVE_TO = ("db_9", "orders_90")
+MOVE_ID = "m1"
+MARKER_TABLE_SQL = (
+    "CREATE TABLE {table} (move_id VARCHAR(64) NOT NULL, phase VARCHAR(16) NOT NULL, "
+    "n BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (move_id, phase))"
+)
+MOVE_ALTER = "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)"
+
+
+def moving_workload(
+    shards: int, rows_per_shard: int, *, seed: int = 0, marker: str = "shardmerge_move"
+) -> Iterator[tuple[WorkloadEvent, bool]]:
+    """A whole-table move of shard 0 while an ``ADD COLUMN`` rolls out over the shards,
+    as docs/moves.md's copy tool and a pessimistic lock see it; each event with whether
+    the merged table shows it (``False``: the copy's rows, marker rows, and the old home's
+    cleanup after its freeze).
+
+    In fractions of ``rows_per_shard``: every shard writes rows; at 0.2 the copy creates
+    ``MOVE_TO`` and copies shard 0's rows; at 0.25 shard 0 runs the ALTER first (a
+    pessimistic job holds its later rows: the other shards lag) and the copier runs it on
+    the new home; at 0.5 the copy catches up, shard 0 freezes, the new home's switch
+    marker follows and it takes shard 0's writes (queued until the switch); shard 0
+    deletes some rows (the cleanup, dropped); from 0.6 the other shards run the ALTER one
+    by one, the last one releasing shard 0's held rows, and the switch runs in that batch.
+    A heartbeat marker row every 50 steps, as a copy tool writes one every second."""
+    rng = random.Random(seed)
+    state = []
+    for i in range(shards):
+        db, table = shard_name(i)
+        schema = parse_create_table(BASE_TABLE_SQL.format(table=table))
+        state.append(_Shard(i, db, table, schema, i * 1_000_000_000 + 1, []))
+        yield WorkloadEvent("ddl", db, table, schema, statement=schema.to_sql(table)), True
+    old, others = state[0], state[1:]
+    mark_schema = parse_create_table(MARKER_TABLE_SQL.format(table=marker))
+    mdb = MOVE_FROM[0]
+    yield (
+        WorkloadEvent("ddl", mdb, marker, mark_schema, statement=mark_schema.to_sql(marker)),
+        False,
+    )
+    beats = 0
+
+    def mark(phase: str) -> WorkloadEvent:
+        nonlocal beats
+        if phase != "heartbeat":
+            return WorkloadEvent("row", mdb, marker, mark_schema, "c", None,
+                                 {"move_id": MOVE_ID, "phase": phase, "n": 0})  # fmt: skip
+        beats += 1
+        before = {"move_id": MOVE_ID, "phase": phase, "n": beats - 1}
+        after = {"move_id": MOVE_ID, "phase": phase, "n": beats}
+        if beats == 1:
+            return WorkloadEvent("row", mdb, marker, mark_schema, "c", None, after)
+        return WorkloadEvent("row", mdb, marker, mark_schema, "u", before, after)
+
+    new: _Shard | None = None
+    frozen = False
+
+    def copy() -> Iterator[tuple[WorkloadEvent, bool]]:
+        """The new home brought to the old home's rows (the copy, never shown)."""
+        assert new is not None
+        for row_id in sorted(set(new.rows) - set(old.rows)):
+            before = new.rows.pop(row_id)
+            new.live.remove(row_id)
+            yield WorkloadEvent("row", new.db, new.table, new.schema, "d", before, None), False
+        for row_id, row in sorted(old.rows.items()):
+            if new.rows.get(row_id) == row:
+                continue
+            before = new.rows.get(row_id)
+            if before is None:
+                new.live.append(row_id)
+            new.rows[row_id] = dict(row)
+            op: Literal["c", "u"] = "c" if before is None else "u"
+            yield WorkloadEvent("row", new.db, new.table, new.schema, op, before, dict(row)), False
+
+    last = others[-1] if others else old
+    for step in range(rows_per_shard):
+        at = step / rows_per_shard
+        if new is None and at >= 0.2:
+            schema = old.schema
+            new = _Shard(99, *MOVE_TO, schema, 0, [])
+            yield WorkloadEvent("ddl", new.db, new.table, schema, statement=schema.to_sql(new.table)), False  # fmt: skip  # noqa: E501
+            yield from copy()
+        if new is not None and not old.done and at >= 0.25:
+            old.done = 1
+            yield _run_ddl(old, MOVE_ALTER.format(table=old.table)), True
+            yield _run_ddl(new, MOVE_ALTER.format(table=new.table)), False
+        if not frozen and at >= 0.5:
+            yield from copy()
+            yield mark("frozen"), False
+            frozen = True
+            yield mark("switched"), False
+            assert new is not None
+            new.next_id = old.next_id + 10_000_000  # the new home's own keys
+            for _ in range(min(5, len(old.live))):  # the old home's cleanup: dropped
+                yield _row_delete(old, rng), False
+        for shard in others:
+            if shard.done == 0 and at >= 0.6 + STAGGER * shard.index / shards:
+                shard.done = 1
+                yield _run_ddl(shard, MOVE_ALTER.format(table=shard.table)), True
+        if step % 50 == 0 and new is not None:
+            yield mark("heartbeat"), False
+        for shard in others:
+            yield _row(shard, rng), True
+        if not frozen:
+            yield _row(old, rng), True
+        else:
+            assert new is not None
+            yield _row(new, rng), True
+    assert last.done or not others
+
+
+def _row_delete(shard: _Shard, rng: random.Random) -> WorkloadEvent:
+    k = int(rng.random() * len(shard.live))
+    row_id = shard.live[k]
+    shard.live[k] = shard.live[-1]
+    shard.live.pop()
+    before = shard.rows.pop(row_id)
+    return WorkloadEvent("row", shard.db, shard.table, shard.schema, "d", before, None)

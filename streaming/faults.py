@@ -35,6 +35,7 @@ __all__ = [
     "GROUP_POINTS",
     "POINTS",
     "RAISE_POINTS",
+    "MOVE_POINTS",
     "InjectedFault",
     "armed",
     "crash_point",
@@ -52,6 +53,9 @@ POINTS = (
     "before_state",  # every write done, state not saved
     "after_state",  # state saved, Spark's commit not yet written
 )
+# A declared move (streaming.moving): its switch run, rows re-homed downstream, before the
+# released and queued rows are written (scripts/kill-test --workload move).
+MOVE_POINTS = ("after_switch",)
 # A group's owner (streaming.group): its ALTER done, the table's new version not recorded.
 GROUP_POINTS = ("group_before_alter", "group_after_alter")
 # Whether the stash exists, when a batch reads the held rows it releases.

@@ -53,6 +53,7 @@ from coordinator.rowplan import RowPlan
 from coordinator.state import restore, snapshot
 from shardmerge.errors import ShardMergeError
 from streaming.control import as_dict, control_sql, position_of, upstream_origin
+from streaming.faults import crash_point
 from streaming.move_keys import image_predicate
 from streaming.plan import NO_MOVED, Planner, Segment
 from streaming.quoting import string
@@ -342,6 +343,7 @@ class MoveKeeper:
         decisions = host.c.switch_home(sources, m.to, to.schema, p.switched_at, m.keys)
         planner.close(segs, decisions)
         host.run_decisions(decisions)
+        crash_point("after_switch")
         self.unmet.pop(m.id, None)
         del self.copies[m.id]
         host.release(Release(target, m.to, MOVE_QUEUE))
