@@ -227,7 +227,13 @@ class MoveKeeper:
         if self.moves.is_marker(shard):
             return True  # the marker table's own DDL: nothing downstream
         if not self.moves.moves_of(shard):
-            return False
+            renamed = self._renamed_from(shard, control_sql(r))
+            if renamed is None:
+                return False
+            # Debezium names a RENAME TABLE event after the new name; the statement is
+            # the moving table's (the same the memory engine's step names).
+            r = {**as_dict(r), "db": renamed.db, "tbl": renamed.table}
+            shard = renamed
         self.started(shard)
         behind = any(real_table(_shard(q)) == real_table(shard) for q in self.pending)
         if behind or self.uncertain(shard, position, control_sql(r)):
@@ -235,6 +241,21 @@ class MoveKeeper:
             self.pending.append(r)
             return True
         return self._classified(r, position, host)
+
+    def _renamed_from(self, shard: ShardId, sql: str) -> ShardId | None:
+        """The moving table a ``RENAME TABLE`` event of ``shard`` renames (its old name),
+        if any."""
+        if "rename" not in sql.lower() or event_kind(sql) != "table":
+            return None
+        from schemas.changes import RenameTable
+        from schemas.ddl import parse_ddl
+
+        for c in parse_ddl(sql):  # event_kind parsed it already
+            if isinstance(c, RenameTable):
+                old = ShardId(shard.source, c.old.db or shard.db, c.old.table)
+                if self.moves.moves_of(old):
+                    return old
+        return None
 
     def _classified(self, r: dict[str, Any], position: Position, host: Host) -> bool:
         shard = _shard(r)

@@ -262,3 +262,22 @@ def test_a_copy_statement_sent_again_is_taken_once_and_one_refused_is_a_dead_let
     assert k.take(alter, position_of(alter), host)
     assert len(host.dead) == 1 and "the copy's statement refused" in host.dead[0]
     assert k.copies["m1"].shard_state(TO) is None
+
+
+def test_a_rename_event_named_after_its_new_table_is_the_moving_tables() -> None:
+    """Debezium names a RENAME TABLE event after the new name: the old side's rename after
+    its freeze is still deferred to the switch, not the lock's (there the switch would find
+    the old side gone and run while it is held)."""
+    host, k = Host(), keeper()
+    k.take(event(TO, 10, ddl=CREATE), pos(10), host)
+    k.marker(marker("s3", "db_3", 20, "frozen"), pos(20), host)
+    k.marker(marker("s9", "db_9", 21, "heartbeat"), pos(21), host)
+    k.settle(host, Planner(host.c))
+    retired = ShardId("s3", "db_3", "orders_7_retired")
+    rename = event(retired, 22, ddl="RENAME TABLE orders_7 TO orders_7_retired")
+    k.marker(marker("s3", "db_3", 23, "heartbeat"), pos(23), host)
+    assert k.take(rename, pos(22), host)
+    assert [r["tbl"] for r in k.deferred["m1"]] == ["orders_7"]
+    # a rename of a table no move names stays the coordinator's
+    other = event(ShardId("s1", "db_1", "orders_9"), 24, ddl="RENAME TABLE orders_1 TO orders_9")
+    assert not k.take(other, pos(24), host)
