@@ -21,11 +21,19 @@ MEMORY_ONLY = GROUPS[0]
 # a table the job never reads the CREATE of: not on the real upstream (its snapshot)
 NOT_MARIADB = sorted(ROOT.rglob("*rows-carry-schema*.yaml"))
 EVERYWHERE = ROOT / "dm" / "dm004-add-column-optimistic.yaml"
+# moves whose real-upstream run is not settled (each file says why)
+MOVES_NOT_MARIADB = [
+    ROOT / "moves" / "held-merge-add-column-pessimistic.yaml",
+    ROOT / "moves" / "held-rename-moving-table-pessimistic.yaml",
+]
 
 
 def test_engines_default_to_every_engine_and_which_files_leave_some_out() -> None:
     assert load_scenario(EVERYWHERE).engines == list(ENGINES)
-    assert MOVES and all(load_scenario(p).engines == list(ENGINES) for p in MOVES)
+    assert MOVES and all(
+        load_scenario(p).engines == list(ENGINES) for p in MOVES if p not in MOVES_NOT_MARIADB
+    )
+    assert all(load_scenario(p).engines == ["memory", "spark"] for p in MOVES_NOT_MARIADB)
     assert GROUPS and all(load_scenario(p).engines == ["memory"] for p in GROUPS)
 
 
@@ -33,7 +41,8 @@ def test_select_keeps_the_files_that_list_the_engine() -> None:
     assert select(ALL, "memory") == ALL
     assert select(ALL, "spark") == [p for p in ALL if p not in GROUPS]
     assert NOT_MARIADB and all(load_scenario(p).unseen for p in NOT_MARIADB)
-    assert select(ALL, "mariadb") == [p for p in ALL if p not in GROUPS + NOT_MARIADB]
+    left_out = GROUPS + NOT_MARIADB + MOVES_NOT_MARIADB
+    assert select(ALL, "mariadb") == [p for p in ALL if p not in left_out]
 
 
 def test_the_spark_test_runs_only_the_files_that_list_spark() -> None:
