@@ -33,9 +33,9 @@ from collections.abc import Iterator
 
 __all__ = [
     "GROUP_POINTS",
+    "MOVE_POINTS",
     "POINTS",
     "RAISE_POINTS",
-    "MOVE_POINTS",
     "InjectedFault",
     "armed",
     "crash_point",
