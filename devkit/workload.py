@@ -295,9 +295,9 @@ def moving_workload(
         """The new home brought to the old home's rows (the copy, never shown)."""
         assert new is not None
         for row_id in sorted(set(new.rows) - set(old.rows)):
-            before = new.rows.pop(row_id)
+            gone = new.rows.pop(row_id)
             new.live.remove(row_id)
-            yield WorkloadEvent("row", new.db, new.table, new.schema, "d", before, None), False
+            yield WorkloadEvent("row", new.db, new.table, new.schema, "d", gone, None), False
         for row_id, row in sorted(old.rows.items()):
             if new.rows.get(row_id) == row:
                 continue
