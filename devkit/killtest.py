@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -94,18 +94,19 @@ def produce_move(bootstrap: str, source: str, shards: int, rows: int) -> dict[An
     """Write the move workload (``devkit.workload.moving_workload``: shard 0 moves while a
     pessimistic ADD COLUMN holds its rows, so the switch runs in the batch that releases
     them); return the oracle: the merged table's final rows by primary key."""
-    from devkit.producer import DebeziumProducer
-    from devkit.workload import Oracle, moving_workload
+    from devkit.producer import DebeziumProducer, send_workload
+    from devkit.workload import Oracle, WorkloadEvent, moving_workload
+
+    oracle = Oracle()
+
+    def events() -> Iterator[WorkloadEvent]:
+        for ev, shown in moving_workload(shards, rows, seed=7):
+            if shown:
+                oracle.take(ev)
+            yield ev
 
     producer = DebeziumProducer(bootstrap, source)
-    oracle = Oracle()
-    for ev, shown in moving_workload(shards, rows, seed=7):
-        if shown:
-            oracle.take(ev)
-        if ev.kind == "row":
-            producer.row(ev.db, ev.table, ev.op, ev.before, ev.after, ev.schema)  # type: ignore[arg-type]
-        else:
-            producer.ddl(ev.db, ev.table, ev.statement or "", ev.schema)
+    send_workload(producer, events())
     producer.close()
     return oracle.rows
 
