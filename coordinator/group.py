@@ -22,7 +22,7 @@ fold, the same way in every replica, and the refusal is kept with the reason.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -48,6 +48,7 @@ __all__ = [
     "MemoryLog",
     "Record",
     "Replica",
+    "batch_records",
     "decision_from_json",
     "decision_to_json",
 ]
@@ -146,6 +147,33 @@ class MemoryLog:
 
     def __len__(self) -> int:
         return len(self.texts)
+
+
+def batch_records(
+    records: Iterable[tuple[int, Record]],
+    job: str,
+    mine_until: int | None,
+    passed: Container[int] = (),
+) -> list[tuple[int, Record]]:
+    """The records, in order, that a batch of ``job`` folds now (coordinator/PROTOCOL.md,
+    "Groups", step 2): up to the log's end, but not past a record of its own numbered
+    above ``mine_until`` (``None``: no limit) that the batch appends again.
+
+    A batch run again finds its earlier run's records in the log and folds each where it
+    appends it again, so it decides as that run did at each of them. It does not stop
+    before a record it will not append again, or it would stop there for good: its
+    ``join`` (appended only while a member has not joined; it folds to nothing), and the
+    records numbered in ``passed`` (an earlier run's records that a later run did not
+    append again; its gate notes them). After its last record the batch folds on to the
+    log's end, so a batch run again after the group went on without it plans at the
+    version the table has (G4)."""
+    out = []
+    for n, r in records:
+        if (mine_until is not None and r.job == job and n > mine_until
+                and r.kind != "join" and n not in passed):  # fmt: skip
+            break
+        out.append((n, r))
+    return out
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ so every downstream change needs shards of both jobs. Each case runs the two job
 waits until the table equals the oracle (the shards' final rows) or a deadline passes:
 
 - ``rollout``: nothing else;
-- ``stop``: job ``b`` is SIGSTOPped past its lease, then continued;
+- ``stop``: job ``b`` is stopped (SIGSTOP) past its lease, then continued once the owner
+  ran without it a change decided after it stopped (or :data:`PAUSE_MAX_S` passed);
+  ``--pause-at`` says where the stop falls (:data:`PAUSE_POINTS`);
 - ``owner-kill``: the owner (``a``) is killed (SIGKILL) between an ALTER and the record of
   the table's new version, then started again;
 - ``race``: the owner stops (SIGSTOP) right before an ALTER, past its lease; the other
@@ -42,11 +44,25 @@ from devkit.killtest import DDL, canon
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ("rollout", "stop", "owner-kill", "race")
 LEASE_S = 8.0
+# Where the stop case stops job b (``--pause-at POINT[:N]``): ``joined``, from outside, at
+# the first look after its log says it joined (wherever its first batch is then); the
+# others, b stops itself (``SHARDMERGE_PAUSE_AT``, streaming.faults) at the N-th time:
+PAUSE_POINTS = {
+    "joined": "",
+    "join": "group_appended_join",  # its join appended (its first batch: it never appends it again)
+    "ddl": "group_appended_ddl",  # its N-th ALTER's record appended (after its CREATEs')
+    "gate": "group_gate",  # in its N-th batch's gate: its records appended, nothing written
+    "write": "group_gate_passed",  # past its N-th gate's last check: its writes follow
+    "idle": "after_state",  # its N-th batch saved: between batches
+}
+# How long b stays stopped at most when the owner does not go on without it.
+PAUSE_MAX_S = 120.0
 
 
 @dataclass
 class CaseReport:
     case: str
+    pause_at: str = ""
     seconds: float = 0.0
     rows: int = 0
     expected: int = 0
@@ -61,19 +77,23 @@ class CaseReport:
     # per downstream change: seconds from the fold that decided it to its record as applied
     stalls: list[float] = field(default_factory=list)
     gate: dict[str, tuple[float, float]] = field(default_factory=dict)  # job: (total, max)
+    stopped: list[str] = field(default_factory=list)  # jobs whose restart policy gave up
     notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         ran_once = all(n == 1 for n in self.ddl_runs.values()) and len(self.ddl_runs) == 3
-        return not self.lost and not self.extra and not self.duplicated and ran_once
+        rows = not self.lost and not self.extra and not self.duplicated
+        return rows and ran_once and not self.stopped
 
     def lines(self) -> list[str]:
         runs = ", ".join(f"{k}={v}" for k, v in sorted(self.ddl_runs.items()))
+        name = f"{self.case} (pause at {self.pause_at})" if self.pause_at else self.case
         return [
-            f"case {self.case}: {'OK' if self.ok else 'FAILED'} in {self.seconds:.0f} s",
+            f"case {name}: {'OK' if self.ok else 'FAILED'} in {self.seconds:.0f} s",
             f"  rows {self.rows} of {self.expected}: lost={self.lost} extra={self.extra} "
-            f"dup={self.duplicated}",
+            f"dup={self.duplicated}; members stopped for good: "
+            f"{', '.join(self.stopped) or 'none'}",
             f"  downstream DDL runs: {runs or 'none'}",
             f"  owner terms: {', '.join(self.terms) or 'none'}; owner races lost: "
             f"{self.owner_races}",
@@ -169,6 +189,10 @@ class Job:
             return fields[0] == "T"
         return False
 
+    def gave_up(self) -> bool:
+        """Whether the job ended by itself: its restart policy stopped it for good."""
+        return self.proc is not None and self.proc.poll() is not None
+
     def stop(self) -> None:
         if self.proc is None:
             return
@@ -183,7 +207,7 @@ class Job:
 
 class InProcessMember:
     """Job ``a`` on a thread of the caller's Spark session (the CI test's: one cold JVM
-    fewer); only the ``rollout`` case, which sends it no signal."""
+    fewer); the ``rollout`` and ``stop`` cases, which send it no signal."""
 
     def __init__(self, config: Path, log: Path, spark: Any) -> None:
         from devkit.killtest import InProcessJob
@@ -201,6 +225,9 @@ class InProcessMember:
         self.job.kill()
         self.job.wait(120)
 
+    def gave_up(self) -> bool:
+        return False
+
 
 def _joined(log: Path) -> bool:
     """Whether the job's log says it joined the group (its first batch is under way)."""
@@ -214,7 +241,10 @@ def compare(spark: Any, lake: str, oracle: dict[Any, dict[str, Any]], r: CaseRep
     except Exception:
         return False
     columns = [f.name for f in df.schema.fields if f.name.lower() in _oracle_columns(oracle)]
-    got = [row.asDict() for row in df.collect()]
+    try:
+        got = [row.asDict() for row in df.collect()]
+    except Exception:  # the owner changed the table's schema since the load: look again
+        return False
     ids = [g["id"] for g in got]
 
     def key(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -266,53 +296,95 @@ def _column_name(raw: Any) -> str:
     return str(value)
 
 
+def pause_env(pause_at: str, shards: int) -> dict[str, str]:
+    """``SHARDMERGE_PAUSE_AT`` for job b to stop itself at ``pause_at`` (``POINT[:N]``,
+    :data:`PAUSE_POINTS`); nothing for ``joined`` (stopped from outside)."""
+    point, _, n = pause_at.partition(":")
+    if point not in PAUSE_POINTS:
+        raise ValueError(f"--pause-at {pause_at}: points are {', '.join(PAUSE_POINTS)}")
+    if point == "joined":
+        return {}
+    count = int(n or 1)
+    if point == "ddl":
+        count += shards // 2  # its CREATE TABLEs' records come first
+    return {"SHARDMERGE_PAUSE_AT": f"{PAUSE_POINTS[point]}:{count}"}
+
+
+def _decided(store: Any) -> int:
+    """The newest version of the table the group decided (published) so far."""
+    return max(store.numbers("decisions/shop.orders"), default=0)
+
+
+def _versions(store: Any) -> str:
+    from streaming.group import applied
+
+    return f"the table at v{applied(store, 'shop.orders')}, v{_decided(store)} decided"
+
+
 def run_case(
     case: str, bootstrap: str, work: Path, spark: Any, *, shards: int, rows: int,
     deadline_s: float, in_process: bool = False, storage: str | None = None,
-    env: dict[str, str] | None = None,
+    env: dict[str, str] | None = None, pause_at: str = "joined",
+    pause_max_s: float = PAUSE_MAX_S,
 ) -> CaseReport:  # fmt: skip
-    """One case; ``in_process``: job ``a`` runs in ``spark`` (the rollout case only);
+    """One case; ``in_process``: job ``a`` runs in ``spark`` (the rollout and stop cases);
     ``storage``: a URI under which the lake goes (a bucket), ``env`` what reaches both jobs
-    (their S3A settings)."""
+    (their S3A settings); ``pause_at``: where the stop case stops job b, ``pause_max_s``:
+    how long at most (at least its lease and 10 s)."""
     import shutil
 
+    from streaming.group import applied as table_version
     from streaming.group_store import group_store
 
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     prefix = f"{case.replace('-', '')}{int(time.time())}."
-    r = CaseReport(case)
+    r = CaseReport(case, pause_at if case == "stop" else "")
     started = time.monotonic()
     oracle = produce(bootstrap, shards, rows, prefix)
     lake = f"{storage.rstrip('/')}/{case}/lake" if storage else f"file://{work / 'lake'}"
     configs = {j: write_config(work, j, bootstrap, prefix, lake) for j in ("a", "b")}
     env_a: dict[str, str] = dict(env or {})
+    env_b: dict[str, str] = dict(env or {})
     if case == "owner-kill":
         env_a["SHARDMERGE_CRASH_AT"] = "group_after_alter:2"  # the 1st is the CREATE
     elif case == "race":
         env_a["SHARDMERGE_PAUSE_AT"] = "group_before_alter:2"
-    if in_process and case != "rollout":
+    elif case == "stop":
+        env_b.update(pause_env(pause_at, shards))
+    if in_process and case not in ("rollout", "stop"):
         raise ValueError(f"case {case} signals job a: it needs a process of its own")
     jobs: dict[str, Job | InProcessMember] = {
         "a": InProcessMember(configs["a"], work / "a.log", spark)
         if in_process
         else Job("a", configs["a"], work / "a.log", env_a),
-        "b": Job("b", configs["b"], work / "b.log", env),
+        "b": Job("b", configs["b"], work / "b.log", env_b),
     }
+    store = group_store(f"{lake}/_shardmerge/groups/g1", spark)
     stopped_b = continued = False
+    outside = case == "stop" and "SHARDMERGE_PAUSE_AT" not in env_b
     try:
         while time.monotonic() - started < deadline_s:
             time.sleep(3)
             elapsed = time.monotonic() - started
             a, b = jobs["a"], jobs["b"]
-            if case == "stop" and not stopped_b and _joined(work / "b.log"):
+            if outside and not stopped_b and _joined(work / "b.log"):
                 b.signal(signal.SIGSTOP)
-                stopped_b, stop_at = True, elapsed
-                r.notes.append(f"b SIGSTOPped at {elapsed:.0f} s")
-            if case == "stop" and stopped_b and not continued and elapsed > stop_at + LEASE_S + 10:
+                stopped_b, stop_at, last = True, elapsed, _decided(store)
+                r.notes.append(f"b SIGSTOPped at {elapsed:.0f} s ({_versions(store)})")
+            if case == "stop" and not outside and not stopped_b and b.stopped_itself():
+                stopped_b, stop_at, last = True, elapsed, _decided(store)
+                r.notes.append(f"b stopped itself at {env_b['SHARDMERGE_PAUSE_AT']} at "
+                               f"{elapsed:.0f} s ({_versions(store)})")  # fmt: skip
+            # b goes on once the owner ran, without it, a change decided after it stopped
+            # (b's batch then finds the table past what it planned for), or pause_max_s on
+            went_on = stopped_b and (
+                table_version(store, "shop.orders") > last or elapsed > stop_at + pause_max_s
+            )
+            if case == "stop" and went_on and not continued and elapsed > stop_at + LEASE_S + 10:
                 b.signal(signal.SIGCONT)
                 continued = True
-                r.notes.append(f"b continued at {elapsed:.0f} s")
+                r.notes.append(f"b continued at {elapsed:.0f} s ({_versions(store)})")
             if (case == "owner-kill" and isinstance(a, Job) and a.proc is not None
                     and a.proc.poll() is not None):  # fmt: skip
                 r.notes.append(f"a died (exit {a.proc.returncode}) at {elapsed:.0f} s; restarted")
@@ -325,19 +397,19 @@ def run_case(
                     a.signal(signal.SIGCONT)
                     continued = True
                     r.notes.append(f"a continued at {elapsed:.0f} s")
-            if case == "race" and stopped_b and not continued:
+            if case in ("race", "stop") and stopped_b and not continued:
                 continue
             if compare(spark, lake, oracle, r):
                 break
         else:
             r.notes.append(f"deadline of {deadline_s:.0f} s passed")
     finally:
+        r.stopped = [name for name, j in jobs.items() if j.gave_up()]
         for j in jobs.values():
             j.stop()
     compare(spark, lake, oracle, r)
     r.seconds = time.monotonic() - started
     r.ddl_runs = ddl_runs(spark, lake)
-    store = group_store(f"{lake}/_shardmerge/groups/g1", spark)
     for n in store.numbers("terms"):
         t = store.read_numbered("terms", n) or {}
         r.terms.append(f"{n}:{t.get('member')}@{t.get('epoch')}")
@@ -346,13 +418,15 @@ def run_case(
         applied = store.read_numbered("applied/shop.orders", v) or {}
         if isinstance(decided.get("at"), float) and isinstance(applied.get("at"), float):
             r.stalls.append(applied["at"] - decided["at"])
-    for j in ("a", "b"):
-        lines = (work / f"{j}.log").read_text(errors="replace").splitlines()
+    for name in ("a", "b"):
+        lines = (work / f"{name}.log").read_text(errors="replace").splitlines()
+        if name not in r.stopped and any("JobStopped" in line for line in lines):
+            r.stopped.append(name)
         r.fenced += sum("shardmerge.supervise query failed" in line for line in lines)
         r.retried += sum("writing again" in line for line in lines)
         r.owner_races += sum("recorded it first" in line for line in lines)
         waits = [float(m) for line in lines for m in re.findall(r"gate_seconds=([0-9.]+)", line)]
-        r.gate[j] = (sum(waits), max(waits, default=0.0))
+        r.gate[name] = (sum(waits), max(waits, default=0.0))
     return r
 
 
@@ -364,7 +438,16 @@ def main() -> int:
     parser.add_argument("--cases", default=",".join(CASES), help=f"of {', '.join(CASES)}")
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--rows", type=int, default=300, help="row changes per shard")
-    parser.add_argument("--deadline", type=float, default=300.0, help="seconds per case")
+    parser.add_argument("--deadline", type=float, default=600.0, help="seconds per case")
+    parser.add_argument(
+        "--pause-at",
+        default="joined",
+        help="where the stop case stops job b, POINT[:N]: joined (from outside, once its log "
+        "says it joined), join (its join record appended), ddl[:N] (its N-th ALTER's record "
+        "appended), gate[:N] (in its N-th batch's gate), write[:N] (past its N-th gate), "
+        "idle[:N] (its N-th batch saved); b is continued once the owner ran without it a "
+        f"change decided after it stopped, or after {PAUSE_MAX_S:.0f} s",
+    )
     parser.add_argument("--workdir", default=str(ROOT / ".state" / "grouptest"))
     parser.add_argument(
         "--storage",
@@ -375,6 +458,7 @@ def main() -> int:
         "conditional PUTs there)",
     )
     args = parser.parse_args()
+    pause_env(args.pause_at, args.shards)  # a point that does not exist: before any JVM
     work = Path(args.workdir)
     reports = []
     with contextlib.ExitStack() as stack:
@@ -391,11 +475,11 @@ def main() -> int:
             print(f"== {case}", file=sys.stderr, flush=True)
             r = run_case(case, broker.bootstrap, work / case, spark, shards=args.shards,
                          rows=args.rows, deadline_s=args.deadline, storage=storage,
-                         env=env)  # fmt: skip
+                         env=env, pause_at=args.pause_at)  # fmt: skip
             reports.append(r)
             print("\n".join(r.lines()), flush=True)
     ok = all(r.ok for r in reports)
-    print("OK: every case lost=0 dup=0, each DDL ran once" if ok else "FAILED")
+    print("OK: every case lost=0 dup=0, each DDL ran once, no member stopped" if ok else "FAILED")
     print("logs:", shlex.quote(str(work)))
     return 0 if ok else 1
 

@@ -56,8 +56,12 @@ POINTS = (
 # A declared move (streaming.moving): its switch run, rows re-homed downstream, before the
 # released and queued rows are written (scripts/kill-test --workload move).
 MOVE_POINTS = ("after_switch",)
-# A group's owner (streaming.group): its ALTER done, the table's new version not recorded.
-GROUP_POINTS = ("group_before_alter", "group_after_alter")
+# A group member (streaming.group): the owner before its ALTER, and after it with the
+# table's new version not recorded; a member right after it appended a record of a kind
+# (``group_appended_join``, ``group_appended_ddl``, ...), entering its gate with its
+# batch's records appended, and past its gate's last check, right before its write step.
+GROUP_POINTS = ("group_before_alter", "group_after_alter", "group_appended_join",
+                "group_appended_ddl", "group_gate", "group_gate_passed")  # fmt: skip
 # Whether the stash exists, when a batch reads the held rows it releases.
 RAISE_POINTS = ("stash_read",)
 _seen: Counter[str] = Counter()

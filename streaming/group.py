@@ -49,6 +49,7 @@ from coordinator.group import (
     GroupError,
     Record,
     Replica,
+    batch_records,
     decision_from_json,
     decision_to_json,
 )
@@ -292,6 +293,9 @@ class GroupMember:
         self.terms_claimed = 0
         self.stale_refused = 0
         self.batch_seq = 0  # the log number the last saved batch folded to
+        # Records of this member that a run of a batch left behind its fold (an earlier
+        # run's, not appended again): every later fold folds them at their places.
+        self.passed: set[int] = set()
         self.lapses = 0  # heartbeats written later than the lease after the one before
         self.lapses_seen = 0  # ... as the running batch began
         self._all_joined = False
@@ -334,23 +338,23 @@ class GroupMember:
         seq = self.ids[record.id]
         if seq != taken:
             raise GroupError(f"group log record {record.id} is at {seq}, appended at {taken}")
+        crash_point(f"group_appended_{record.kind}")
         return seq
 
     def fold(self, replica: Replica, mine_until: int | None = None) -> list[Folded]:
         """Fold the log to its end; publish every downstream change the fold decided.
 
-        ``mine_until``: stop before a record of this member numbered above it. A batch
-        folds the others' records up to its own next one: a batch run again after its
-        first run appended finds its records in the log, and folds each at its place in
-        the batch, as the first run did (coordinator/PROTOCOL.md, "Groups", step 2)."""
+        ``mine_until``: stop before a record of this member numbered above it that the
+        batch appends again (``coordinator.group.batch_records``): a batch run again after
+        an earlier run appended finds its records in the log and folds each at its place
+        in the batch, as that run did; its join, and the records its gate found left
+        behind (``passed``), do not stop it (coordinator/PROTOCOL.md, "Groups", step 2)."""
         self.read()
         end = max(self.records, default=0)
-        todo = []
-        for n in range(replica.seq + 1, end + 1):
-            r = self.records[n]
-            if mine_until is not None and r.job == self.member and n > mine_until:
-                break
-            todo.append((n, r))
+        todo = batch_records(
+            ((n, self.records[n]) for n in range(replica.seq + 1, end + 1)),
+            self.member, mine_until, self.passed,
+        )  # fmt: skip
         folded = replica.fold(todo)
         for f in folded:
             for d, version in zip(f.decisions, f.versions, strict=True):
@@ -668,6 +672,8 @@ class GroupMember:
         batch's to execute, and its row plan is made): the member with the lowest
         acknowledgement can always go on, so members waiting in their gates never wait
         for each other in a circle."""
+        crash_point("group_gate")
+        self.left_behind(replica)
         self.ack = replica.seq
         calls = 0
 
@@ -684,8 +690,29 @@ class GroupMember:
 
         waited = self.wait(spark, pending)
         self.check()  # right before the write step: still this member's lease
+        crash_point("group_gate_passed")
         self.gate_seconds += waited
         return waited
+
+    def left_behind(self, replica: Replica) -> None:
+        """Records of this member past the batch's fold when its decide step is over: an
+        earlier run's of the batch that this run did not append again (it appends in log
+        order and folds through each record it appends). The fold stopped before the first
+        of them and would stop there in every later run: they go to ``passed``, and the
+        next fold (this batch run again, or the next batch) folds them at their places and
+        the log on past them."""
+        self.read()
+        end = max(self.records, default=0)
+        left = [n for n in range(replica.seq + 1, end + 1) if self.records[n].job == self.member
+                and n not in self.passed]  # fmt: skip
+        if left:
+            self.passed.update(left)
+            log.warning(
+                "group %s: member %s's batch did not append again the record(s) %s of its "
+                "earlier run; its fold stopped at %d: they are folded at their places from "
+                "its next run on", self.co.group, self.member,
+                ", ".join(self.records[n].id for n in left), replica.seq,
+            )  # fmt: skip
 
     def finish(self, replica: Replica, batch: int) -> None:
         """The batch saved its state: its acknowledgement is its fold."""

@@ -12,12 +12,21 @@ moves the table to its next version only when every live job has folded that ver
 decision and has no write planned below it (G5). A job is live while it heartbeats, and
 for ``lease_s`` virtual seconds after its last heartbeat (``pause`` stops both).
 
+A batch folds as the streaming job's does (``coordinator.group.batch_records``): the
+others' records up to its own next one, each of its records where it appends it. A job's
+start registers its tables (the log's first records, folded by every job); its first
+batch appends its ``join`` and goes on only once every job has joined (G0). A batch whose
+fold decided a lower version than a table has is *fenced* (G4): it writes nothing and runs
+again from its saved state; a job fenced :data:`FENCED_LIMIT` times in a row stops the
+run, as the streaming job's restart policy would stop it.
+
 Schedules: ``lockstep`` (the default; the job whose event a step made runs a batch right
 after it), or a :class:`RandomSchedule` (after each step, each job runs a batch or not, at
 random: the property tests). Before an observation (``expect``, the end) every live job
 catches up. ``crash`` makes the job's next batch die after it appended its records: it
 restarts from its last saved state and runs the batch again (the log keeps one record per
-id).
+id). :meth:`GroupEngine.stop_inside` stops a job inside its next batch that appends, after
+some of its appends (a SIGSTOP there): the batch runs again once the job runs again.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from typing import Any
 
 from coordinator.commands import parse_command
 from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Release, Rename, Truncate
-from coordinator.group import MemoryLog, Record, Replica
+from coordinator.group import MemoryLog, Record, Replica, batch_records
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.routing import TableKind
 from coordinator.scenario.downstream import MemoryTable
@@ -44,7 +53,10 @@ from schemas.connect import row_schema_text, value_fields
 from schemas.ddl import parse_create_table
 from shardmerge.errors import ShardMergeError
 
-__all__ = ["GroupEngine", "RandomSchedule"]
+__all__ = ["FENCED_LIMIT", "GroupEngine", "RandomSchedule"]
+
+# Batches of one job fenced in a row before the run stops (the job's restart policy).
+FENCED_LIMIT = 20
 
 
 @dataclass(frozen=True)
@@ -76,11 +88,23 @@ class _Job:
     outbox: list[_Write] = field(default_factory=list)
     paused: bool = False
     crash_next: bool = False
+    # stop (SIGSTOP) inside the next batch that appends, after this many of its appends
+    stop_after: int | None = None
     heartbeat: float = 0.0
     batches: int = 0
+    appends: int = 0  # records the running batch appended (or found)
+    # A batch that ended before its write runs again over the same events (Spark runs a
+    # failed batch again over the same offsets): how many of the inbox it took.
+    taking: int | None = None
+    fenced: int = 0  # batches fenced in a row
+    passed: set[int] = field(default_factory=set)  # streaming.group.GroupMember.passed
 
     def owns(self, shard: ShardId) -> bool:
         return any(fnmatch.fnmatchcase(str(shard), p) for p in self.patterns)
+
+
+class _Stopped(Exception):
+    """The running batch ends before its write: it runs again from the saved state."""
 
 
 class GroupEngine:
@@ -113,6 +137,7 @@ class GroupEngine:
         self.p = schedule.p if schedule else 1.0
         self.error: str | None = None
         self.fenced = 0  # writes re-planned because the table moved past their version
+        self.fenced_batches = 0  # batches that ran again: their fold was behind a table
 
     # --- driving -----------------------------------------------------------------------------
 
@@ -123,6 +148,8 @@ class GroupEngine:
         raise ScenarioFileError(f"{self.scenario.path}: no job reads shard {shard}")
 
     def start(self) -> None:
+        """Each job registers the tables it knows at its start and folds them; then every
+        job runs its first batch, which joins the group (G0)."""
         for name, sql in self.scenario.shards.items():
             shard = ShardId.parse(name)
             self.upstream.create(shard, parse_create_table(sql))
@@ -133,8 +160,21 @@ class GroupEngine:
                             {"shard": name, "create": sql, "position": 0})  # fmt: skip
             self.log.append(record)
         for job in self.jobs.values():
-            self.batch(job)
+            self.fold(job)
+            job.saved = job.replica.snapshot()
+        for _ in range(2):  # a first batch before the last job joined waits (runs again)
+            for job in self.jobs.values():
+                if not job.paused:
+                    self.batch(job)
         self.owner_pass()
+
+    def stop_inside(self, job: str, appends: int) -> None:
+        """``job`` stops (SIGSTOP) inside its next batch that appends a record: after
+        ``appends`` of its appends (0: before the first), or after its last one, before
+        its gate, when it appends fewer. The batch writes nothing; once the job runs again
+        (``resume``) it runs the batch again from its saved state, as the streaming job
+        does when it finds its lease lost."""
+        self.jobs[job].stop_after = appends
 
     def step(self, index: int, step: Step) -> None:
         position = index + 1
@@ -207,29 +247,44 @@ class GroupEngine:
         drain what the table's version allows, save (G2-G4)."""
         if job.crash_next and job.inbox:
             job.crash_next = False
-            kept = (list(job.inbox), {k: list(v) for k, v in job.stash.items()},
-                    list(job.outbox))  # fmt: skip
-            self.run_batch(job, write=False)  # dies after its appends, before any write
+            self.run_batch(job, dies=True)  # dies after its appends, before any write
+        self.run_batch(job)
+
+    def run_batch(self, job: _Job, dies: bool = False) -> bool:
+        """The batch, as the streaming job's steps (coordinator/PROTOCOL.md, "Groups"):
+        whether it wrote and saved. A batch that ends before its write (it waits for a
+        job to join, dies, stops inside, is fenced) changed nothing but the log: the job
+        runs it again from its saved state."""
+        job.batches += 1
+        job.appends = 0
+        kept = (list(job.inbox), {k: list(v) for k, v in job.stash.items()}, list(job.outbox))
+        taking = len(job.inbox) if job.taking is None else job.taking
+        try:
+            self.fold(job, job.replica.seq)
+            if self.missing():
+                self.tell(job, Record(f"{job.name}:join", job.name, "join", {}))
+                if self.missing():
+                    raise _Stopped  # G0: it waits for every job to join
+            for position, item in job.inbox[:taking]:
+                if isinstance(item, tuple):
+                    shard, sql = item
+                    body = {"shard": str(shard), "sql": sql, "position": position}
+                    self.tell(job, Record(f"{job.name}:ddl:{position}", job.name, "ddl", body))
+                else:
+                    self.route(job, item, position)
+            job.inbox = job.inbox[taking:]
+            if dies or (job.stop_after is not None and job.appends):
+                if not dies:
+                    job.paused, job.stop_after = True, None
+                raise _Stopped
+            self.gate(job)
+        except _Stopped:
             job.replica = Replica.restore(job.saved, self.router, self.configs)
             job.inbox, job.outbox = kept[0], kept[2]
             job.stash = defaultdict(list, kept[1])
-        self.run_batch(job, write=True)
-
-    def run_batch(self, job: _Job, write: bool) -> None:
-        job.batches += 1
-        self.fold(job)
-        for position, item in job.inbox:
-            if isinstance(item, tuple):
-                shard, sql = item
-                body = {"shard": str(shard), "sql": sql, "position": position}
-                self.log.append(Record(f"{job.name}:ddl:{position}", job.name, "ddl", body))
-                self.fold(job)
-            else:
-                self.route(job, item, position)
-        job.inbox = []
-        self.fold(job)
-        if not write:
-            return
+            job.taking = taking
+            return False
+        job.fenced, job.taking = 0, None
         self.drain(job)
         job.saved = job.replica.snapshot()
         job.heartbeat = self.now
@@ -237,9 +292,45 @@ class GroupEngine:
             again = Replica.restore(json.loads(json.dumps(job.saved)), self.router, self.configs)
             if again.snapshot() != job.saved:
                 raise AssertionError(f"job {job.name}: replica changed through a JSON round trip")
+        return True
 
-    def fold(self, job: _Job) -> None:
-        for folded in job.replica.fold(self.log.read(job.replica.seq)):
+    def missing(self) -> list[str]:
+        """The jobs whose ``join`` is not in the log yet."""
+        return [j for j in self.jobs if f"{j}:join" not in self.log.ids]
+
+    def tell(self, job: _Job, record: Record) -> int:
+        """``record`` appended (or found, by its id), then the log folded up to it."""
+        if job.stop_after is not None and job.appends >= job.stop_after:
+            job.paused, job.stop_after = True, None
+            raise _Stopped  # SIGSTOP before this append
+        seq = self.log.append(record)
+        job.appends += 1
+        self.fold(job, seq)
+        return seq
+
+    def gate(self, job: _Job) -> None:
+        """G4 before the write: a table past the version the batch's fold decided (the
+        group went on without this job) fences the batch, which runs again and folds the
+        log again. Records of its own past its fold (an earlier run's, not appended
+        again) are folded at their places from then on (streaming.group.left_behind)."""
+        job.passed.update(n for n, r in self.log.read(job.replica.seq) if r.job == job.name)
+        behind = [t for t, v in job.replica.versions.items() if self.versions.get(t, 0) > v]
+        if not behind:
+            return
+        job.fenced += 1
+        self.fenced_batches += 1
+        if job.fenced >= FENCED_LIMIT:
+            t = behind[0]
+            raise ShardMergeError(
+                f"job {job.name} stops: {job.fenced} batches in a row fenced ({t} is at "
+                f"version {self.versions[t]}, past the {job.replica.versions[t]} its "
+                "batch planned for)"
+            )
+        raise _Stopped
+
+    def fold(self, job: _Job, mine_until: int | None = None) -> None:
+        records = batch_records(self.log.read(job.replica.seq), job.name, mine_until, job.passed)
+        for folded in job.replica.fold(records):
             for d, version in zip(folded.decisions, folded.versions, strict=True):
                 self.execute(job, d, version)
 
@@ -248,8 +339,7 @@ class GroupEngine:
             # what the job learns from its rows, it appends (G2); the fold applies it
             text = row_schema_text(value_fields(event.schema))
             body = {"shard": str(event.shard), "seen": [[position, text]]}
-            self.log.append(Record(f"{job.name}:shadow:{position}", job.name, "shadow", body))
-            self.fold(job)
+            self.tell(job, Record(f"{job.name}:shadow:{position}", job.name, "shadow", body))
         route = job.replica.coordinator.route_row(event.shard)
         if route.action == "hold":
             job.stash[(event.shard, route.version)].append((position, event))

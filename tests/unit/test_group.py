@@ -23,7 +23,8 @@ from coordinator import Extract, Route, Router, ShardId, TargetConfig, TargetId
 from coordinator.commands import parse_command
 from coordinator.group import GroupError, MemoryLog, Record, Replica
 from coordinator.scenario.group import GroupEngine, RandomSchedule
-from coordinator.scenario.model import Scenario, ScenarioFileError, load_scenario
+from coordinator.scenario.model import Scenario, ScenarioFileError, Step, load_scenario
+from coordinator.scenario.observe import sorted_rows
 from coordinator.scenario.runner import run_memory
 
 ROOT = Path(__file__).parents[1] / "scenarios"
@@ -192,3 +193,86 @@ def test_random_schedules_end_as_one_job_does(path: Path, seed: int, p: float, j
 
 def test_the_property_covers_enough_files() -> None:
     assert len(MULTI) >= 40 and len(CONVERGING) >= 25
+
+
+# --- a job stopped inside a batch (issue 40) --------------------------------------------
+
+SHARDS = ("s1.db1.tb1", "s1.db2.tb1", "s2.db1.tb1", "s2.db2.tb1")
+
+
+def rollout() -> list[dict[str, object]]:
+    """Rows on every shard around three DDLs each shard runs in turn: an ADD COLUMN (the
+    first shard's decides it), a rename (it waits for all four) and a widening."""
+    steps: list[dict[str, object]] = []
+    key = iter(range(1, 1000))
+    cols = {s: {"a": 1} for s in SHARDS}
+
+    def row(shard: str) -> None:
+        steps.append({"shard": shard, "insert": {"id": next(key), **cols[shard]}})
+
+    for shard in SHARDS:
+        row(shard)
+    for ddl, old, new in [("ADD COLUMN c INT", None, "c"), ("CHANGE c d INT", "c", "d"),
+                          ("MODIFY a BIGINT", None, None)]:  # fmt: skip
+        for shard in SHARDS:
+            steps.append({"shard": shard, "sql": f"ALTER TABLE tb1 {ddl}"})
+            cols[shard].pop(old or "", None)
+            cols[shard].update({new: 2} if new else {})
+            row(shard)
+    for shard in SHARDS:
+        row(shard)
+    steps.append({"shard": SHARDS[2], "delete": {"id": 3}})
+    return steps
+
+
+ROLLOUT = Scenario.model_validate({
+    "name": "a rollout over two jobs", "mode": "optimistic", "target": "shardddl.tb",
+    "shards": {s: CREATE for s in SHARDS}, "steps": rollout(),
+})  # fmt: skip
+ONE_JOB = outcome(ROLLOUT)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    who=st.sampled_from(["eu", "us"]),
+    at=st.integers(-1, len(ROLLOUT.steps) - 1),
+    appends=st.integers(0, 3),
+    lease_out=st.one_of(st.none(), st.integers(0, 8)),
+    resume=st.integers(0, 8),
+)
+def test_a_job_stopped_anywhere_in_a_batch_ends_as_one_job_does(
+    who: str, at: int, appends: int, lease_out: int | None, resume: int
+) -> None:
+    # A job stops (SIGSTOP) inside its next batch that appends after step `at` (-1: its
+    # first, which joins), before or after `appends` of its appends. Its lease runs out
+    # `lease_out` steps later (None: never; the owner waits for it), so the owner's next
+    # ALTER comes before or after; it runs again `resume` steps after that. Its batch runs
+    # again: it is not fenced for good, appends nothing twice, and ends as one job does.
+    s = ROLLOUT.model_copy(update={"jobs": {"eu": ["s1.*"], "us": ["s2.*"]},
+                                   "engines": ["memory"]})  # fmt: skip
+    engine = GroupEngine(s)
+    if at < 0:
+        engine.stop_inside(who, appends)
+    engine.start()
+    job = engine.jobs[who]
+    stopped = -1 if job.paused else None
+    for i, step in enumerate(s.steps):
+        engine.step(i, step)
+        if i == at:
+            engine.stop_inside(who, appends)
+        if stopped is None and job.paused:
+            stopped = i
+        if stopped is None or not job.paused:
+            continue
+        if lease_out is not None and i == stopped + lease_out:
+            engine.step(i, Step(clock=s.lease_s + 1))
+        if i == stopped + (lease_out or 0) + resume:
+            engine.step(i, Step(resume=who))
+    if job.paused:
+        engine.step(len(s.steps), Step(resume=who))
+    seen = engine.observe()
+    assert engine.error is None
+    ids = [r.id for _, r in engine.log.read(0)]
+    assert len(ids) == len(set(ids))  # a batch run again appended nothing twice
+    locks = [(lock["stage"], lock["blocked"]) for lock in seen.locks]
+    assert (seen.columns(), sorted_rows(seen), locks, True) == ONE_JOB

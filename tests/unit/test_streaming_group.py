@@ -245,3 +245,73 @@ def test_an_append_reads_the_others_appends_before_it(tmp_path: Path) -> None:
     assert a.append(ddl("a", "s1.db_0.orders_0", CREATE, 2)) == 2
     r = replica(a)
     assert [f.record.job for f in a.fold(r)] == ["b", "a"]  # none skipped
+
+
+def applied_to(m: GroupMember, version: int) -> None:
+    """The owner ran the target's changes up to ``version`` (the member was down)."""
+    for v in range(1, version + 1):
+        m.store.create_new(f"applied/shop.orders/{v:012d}.json", {"member": "a"})
+
+
+def run_again(m: GroupMember, told: list[Record], runs: int = 3) -> tuple[Replica, list[str]]:
+    """The member's batch run again as streaming.batch runs it (restored at the start of
+    the log; the others' records up to its own next one; each of ``told`` appended again
+    and folded up to it; the gate), until it passes its gate: each run's outcome."""
+    out = []
+    for _ in range(runs):
+        r = replica(m)
+        m.fold(r, r.seq)
+        for record in told:
+            m.fold(r, m.append(record))
+        try:
+            m.gate(r, None)
+        except Fenced as e:
+            out.append(str(e))
+            continue
+        out.append("written")
+        break
+    return r, out
+
+
+def test_a_batch_stopped_after_its_join_plans_at_the_new_version_when_it_runs_again(
+    tmp_path: Path,
+) -> None:
+    # issue 40: b's first batch appends its CREATE and its join, then stops (SIGSTOP) past
+    # its lease; a adds a column and the owner runs it without b
+    clock = Clock()
+    a, b = member(tmp_path, "a", clock), member(tmp_path, "b", clock)
+    b_create = ddl("b", "s2.db_1.orders_0", CREATE, 1)
+    b.fold(replica(b), b.append(b_create))
+    b.append(Record("b:join", "b", "join", {}))
+    a.append(ddl("a", "s1.db_0.orders_0", CREATE, 1))
+    a.append(Record("a:join", "a", "join", {}))
+    a.append(ddl("a", "s1.db_0.orders_0", "ALTER TABLE orders_0 ADD COLUMN c INT", 2))
+    applied_to(a, 2)
+    # b's batch runs again: its CREATE again (found), no join (every member joined). It
+    # folds its join at its place and the log on to its end: it plans at version 2 at
+    # once, and appends nothing twice.
+    assert b.missing() == []
+    r, runs = run_again(b, [b_create])
+    assert runs == ["written"]
+    assert r.versions[TARGET] == 2 and r.seq == 5 and b.ack == 5
+    assert b.fenced == 0 and len(b.store.numbers("log")) == 5
+
+
+def test_a_record_an_earlier_run_appended_and_this_one_did_not_is_folded_in_place(
+    tmp_path: Path,
+) -> None:
+    # A record of b's earlier run of the batch that this run does not append again (its
+    # state called for it then, not now): the fold stops before it once; the gate notes
+    # it, and the next run folds it at its place and the others' records after it.
+    clock = Clock()
+    a, b = member(tmp_path, "a", clock), member(tmp_path, "b", clock)
+    b_create = ddl("b", "s2.db_1.orders_0", CREATE, 1)
+    b.fold(replica(b), b.append(b_create))
+    gone = b.append(ddl("b", "s2.db_1.orders_0", "ALTER TABLE orders_0 ADD COLUMN d INT", 2))
+    a.append(ddl("a", "s1.db_0.orders_0", CREATE, 1))
+    a.append(ddl("a", "s1.db_0.orders_0", "ALTER TABLE orders_0 ADD COLUMN c INT", 2))
+    applied_to(a, 3)  # created, b's d, a's c
+    r, runs = run_again(b, [b_create])
+    assert len(runs) == 2 and runs[-1] == "written", runs
+    assert "at version 3, past the 1" in runs[0]
+    assert r.seq == 4 and r.versions[TARGET] == 3 and gone in b.passed
