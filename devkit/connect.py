@@ -17,11 +17,13 @@ from decimal import Decimal
 from typing import Any
 
 from schemas.connect import DECIMAL_LOGICAL, DecimalMode, connect_field, value_fields
+from schemas.debezium_enum import debezium_member, value_map
 from schemas.model import ColumnType, TableSchema
 
 __all__ = [
     "DECIMAL_LOGICAL",
     "DecimalMode",
+    "binlog_converters",
     "connect_field",
     "connect_value",
     "row_converters",
@@ -75,6 +77,24 @@ def row_converters(
         if conv is not None:
             out.append((col.name, conv))
     return out
+
+
+def binlog_converters(schema: TableSchema) -> list[tuple[str, Converter]]:
+    """``(column, converter)`` for the ENUM and SET columns whose values a binlog row
+    carries otherwise than the member: Debezium names the binlog's index by the member as
+    its DDL parser kept it (``schemas.debezium_enum``; a snapshot row, read over JDBC,
+    holds the member itself). Empty for a table without such members."""
+    out: list[tuple[str, Converter]] = []
+    for col in schema.columns:
+        if col.type.base == "ENUM" and value_map(col.type.members):
+            out.append((col.name, debezium_member))
+        elif col.type.base == "SET" and value_map(col.type.members):
+            out.append((col.name, _set_members))
+    return out
+
+
+def _set_members(value: str) -> str:
+    return ",".join(debezium_member(m) for m in value.split(",")) if value else value
 
 
 def _converter(ctype: ColumnType, decimal_mode: DecimalMode) -> Converter | None:

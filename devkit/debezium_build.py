@@ -18,6 +18,7 @@ from typing import Any, Literal, NamedTuple
 
 from devkit.connect import (
     DecimalMode,
+    binlog_converters,
     row_converters,
     table_change_columns,
     value_fields,
@@ -89,6 +90,8 @@ class _Table:
         self.db_json, self.table_json = json.dumps(db), json.dumps(table)
         self.pk = schema.primary_key if schema is not None else ()
         self.converters = row_converters(schema, b.decimal_mode) if schema is not None else []
+        # ENUM/SET members as Debezium names a binlog row's index (not a snapshot row's)
+        self.binlog = binlog_converters(schema) if schema is not None else []
         self.value_prefix = self.key_prefix = ""
         if b.schemas_enable:
             name = f"{b.source}.{db}.{table}"
@@ -182,8 +185,9 @@ class DebeziumBuilder:
         then a create (header ``__debezium.oldkey``). A ``d`` is followed by a tombstone.
         Snapshot rows (``op="r"`` or ``snapshot``) sit at the current position, no GTID."""
         t = self._table(db, table, schema)
-        before_json, after_json = self._row_json(t, before), self._row_json(t, after)
         snapshot = snapshot or op == "r"
+        before_json = self._row_json(t, before, not snapshot)
+        after_json = self._row_json(t, after, not snapshot)
         ts = self._now()
         if snapshot:
             file, pos, gtid_json = f"mysql-bin.{self._file_no:06d}", self._pos, "null"
@@ -305,12 +309,13 @@ class DebeziumBuilder:
                 self._last_schema[(db, table)] = schema
         return t
 
-    def _row_json(self, t: _Table, row: dict[str, Any] | None) -> str:
+    def _row_json(self, t: _Table, row: dict[str, Any] | None, binlog: bool = False) -> str:
         if row is None:
             return "null"
-        if t.converters:
+        converters = t.converters + t.binlog if binlog else t.converters
+        if converters:
             row = dict(row)
-            for name, conv in t.converters:
+            for name, conv in converters:
                 v = row.get(name)
                 if v is not None:
                     row[name] = conv(v)

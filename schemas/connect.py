@@ -33,8 +33,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from schemas.ddl import parse_type
+from schemas.debezium_enum import from_allowed, to_allowed
 from schemas.errors import DDLError, SchemaError
-from schemas.model import Column, ColumnType, TableSchema
+from schemas.model import Column, ColumnType, TableSchema, sql_string
 
 __all__ = [
     "DECIMAL_LOGICAL",
@@ -103,7 +104,8 @@ def connect_field(col: Column, decimal_mode: DecimalMode = "string") -> dict[str
     elif t in ("ENUM", "SET"):
         kind = "string"
         name = "io.debezium.data.Enum" if t == "ENUM" else "io.debezium.data.EnumSet"
-        params = {"allowed": ",".join(ctype.members)}
+        # Debezium's members, as its DDL parser keeps them (schemas.debezium_enum)
+        params = {"allowed": to_allowed(ctype.members)}
     elif t == "JSON":
         kind, name = "string", "io.debezium.data.Json"
     else:  # CHAR, VARCHAR, TEXT, and types Debezium also writes as strings
@@ -199,9 +201,8 @@ class ConnectField:
         unsigned = base.endswith(" UNSIGNED")
         base = base.removesuffix(" UNSIGNED")
         if base in ("ENUM", "SET"):
-            allowed = self.param("allowed") or ""
-            members = ",".join("'" + m.replace("'", "''") + "'" for m in allowed.split(","))
-            return f"{base}({members})"
+            members = from_allowed(self.param("allowed") or "") or ("",)
+            return f"{base}({','.join(sql_string(m) for m in members)})"
         if base in _INT or base in ("TEXT", "TINYTEXT", "MEDIUMTEXT", "LONGTEXT", "JSON"):
             length = None  # display widths and TEXT lengths say nothing downstream
         if length and scale and base in ("DECIMAL", "NUMERIC", "FLOAT", "DOUBLE"):
@@ -236,8 +237,7 @@ class ConnectField:
         if name in logical:
             return logical[name]
         if name in ("io.debezium.data.Enum", "io.debezium.data.EnumSet"):
-            allowed = self.param("allowed")
-            members = tuple(allowed.split(",")) if allowed else ()
+            members = from_allowed(self.param("allowed") or "")
             return ColumnType("ENUM" if name.endswith("Enum") else "SET", members=members)
         if name == "io.debezium.data.Bits":
             return ColumnType("BIT", int(self.param("length") or 64))

@@ -22,7 +22,7 @@ from schemas.model import TableSchema
 from streaming.config import SourceSettings, anchored
 from streaming.quoting import ident, map_get, string
 from streaming.row_fit import ShardColumns, ahead_sql, keyless_sql, with_shard_columns
-from streaming.spark_types import literal_expr, value_expr
+from streaming.spark_types import debezium_member_expr, literal_expr, value_expr
 
 __all__ = [
     "ahead_of_ddl",
@@ -143,6 +143,14 @@ def project_actions(
             f"{ahead_sql('_change.img')} END)"
         )
     df = df.withColumn("_reason", F.expr(reason))
+    # An ENUM/SET value of a Debezium row read from the binlog is the member as Debezium's
+    # own DDL parser kept it (backslash escapes left in): mapped back to the member by the
+    # column's members (schemas.debezium_enum). Snapshot rows hold the member itself.
+    binlog = (
+        "(format = 'debezium' AND op IN ('c', 'u', 'd'))"
+        if {"format", "op"} <= set(rows.columns)
+        else "false"
+    )
     projected = []
     unfit = []
     for col in schema.columns:
@@ -151,7 +159,7 @@ def project_actions(
             continue
         got = map_get("_change.img", col.key)
         fill = literal_expr(col.type, col.fill_sql())
-        value = value_expr(col.type, got)
+        value = value_expr(col.type, debezium_member_expr(col.type, got, binlog))
         projected.append(
             F.expr(
                 f"CASE WHEN map_contains_key(_change.img, {string(col.key)}) "

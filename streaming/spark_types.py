@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 
+from schemas.debezium_enum import value_map
 from schemas.model import SPATIAL_TYPES, ColumnType, TableSchema, string_value
 from streaming.quoting import ident, literal, string
 
-__all__ = ["delta_type", "value_expr", "widens_in_place"]
+__all__ = ["debezium_member_expr", "delta_type", "value_expr", "widens_in_place"]
 
 _INT_SIGNED = {
     "TINYINT": "TINYINT",
@@ -94,6 +95,27 @@ def value_expr(t: ColumnType, text: str) -> str:
 
 
 _INTEGRAL = {"TINYINT", "SMALLINT", "INT", "BIGINT"}
+
+
+def debezium_member_expr(t: ColumnType, text: str, binlog: str) -> str:
+    """``text`` (an ENUM or SET value, as text) with the member Debezium named by its own
+    parse of the DDL mapped back to the member itself, where ``binlog`` (a condition) says
+    the value is such a name: a Debezium row read from the binlog, not a snapshot row
+    (``schemas.debezium_enum``). A SET value is its members joined by commas (a SET
+    member has none), each mapped. ``text`` itself when no member of ``t`` needs it (no
+    backslash, quote, double quote, comma or control character MySQL escapes), and for
+    every other type: nothing is added to a row's work then."""
+    mapping = value_map(t.members) if t.base in ("ENUM", "SET") else {}
+    if not mapping:
+        return text
+    whens = " ".join(f"WHEN {string(k)} THEN {string(v)}" for k, v in mapping.items())
+    if t.base == "ENUM":
+        mapped = f"CASE {text} {whens} ELSE {text} END"
+    else:
+        mapped = (
+            f"array_join(transform(split({text}, ','), _em -> CASE _em {whens} ELSE _em END), ',')"
+        )
+    return f"CASE WHEN {binlog} THEN {mapped} ELSE {text} END"
 
 
 def literal_expr(t: ColumnType, sql_literal: str) -> str:
