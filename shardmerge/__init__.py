@@ -6,7 +6,8 @@ Where things are:
 - ``coordinator/``: the pure lock state machines, routing and the scenario planner.
 - ``schemas/``: the pure table-schema model, type lattice, DDL parsing and event models.
 - ``devkit/``: development tooling (local Kafka, local MariaDB + Debezium, producer,
-  workload, demo, kill harness, the spark and mariadb scenario engines).
+  workload, demo, kill harness, the spark and mariadb scenario engines), in a clone of
+  the repository only: the wheel does not ship it, and nothing here imports it.
 
 This package holds only what belongs to all of them: the root error, the command line,
 printable output and lazy package namespaces.

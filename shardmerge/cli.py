@@ -1,12 +1,16 @@
 """The ``shardmerge`` command line.
 
-Verbs: ``run`` (the streaming job), ``locks`` and ``unlock`` (operate a running job's shard
-DDL locks), ``scenario run`` (scenario files on an engine), and, with the development
-tooling (the ``dev`` extra), ``demo`` (the embedded default: local Kafka, a sharded
-workload with a DDL rollout, Delta), ``produce`` (a sharded Debezium workload to Kafka),
-``kafka start|stop|status`` (a local broker) and ``upstream start|stop|status`` (local
-MariaDB servers captured by Debezium on Kafka Connect). Human-readable progress goes to
-stderr; machine-readable results to stdout.
+Verbs: ``run`` (the streaming job), ``locks``, ``unlock``, ``move``, ``group`` and
+``history`` (operate a running job, :mod:`streaming.cli`), ``scenario run`` (scenario files
+on an engine) and the development kit's verbs: ``demo`` (the embedded default: local Kafka,
+a sharded workload with a DDL rollout, Delta), ``produce`` (a sharded Debezium workload to
+Kafka), ``kafka``, ``s3``, ``cluster`` and ``upstream`` (local services: start|stop|status).
+Human-readable progress goes to stderr; machine-readable results to stdout.
+
+The development kit (``devkit/``) is not in the wheel: it lives in a clone of the
+repository, and the ``dev`` extra brings its dependencies. So this module names its verbs
+and scenario engines as ``"module:function"`` strings and imports one only when it is
+asked for; the job's verbs and the memory engine work from the wheel alone.
 """
 
 from __future__ import annotations
@@ -15,35 +19,95 @@ import argparse
 import importlib
 import json
 import sys
-from collections.abc import Callable
+from typing import Any
 
-from devkit.cli import ENGINE_HELP, TOOL_VERBS
 from shardmerge.errors import ShardMergeError
 
-__all__ = ["main"]
+__all__ = ["DEV_ENGINES", "DEV_VERBS", "main"]
+
+# verb -> (function taking the verb's own argv, help)
+DEV_VERBS = {
+    "demo": (
+        "devkit.demo:cli_main",
+        "the embedded default: local Kafka, a sharded workload, Delta",
+    ),
+    "produce": ("devkit.producer:cli_main", "write a sharded Debezium workload to Kafka"),
+    "kafka": (
+        "devkit.kafka_local:cli_main",
+        "a local Kafka broker (KRaft) for development: start|stop|status",
+    ),
+    "s3": (
+        "devkit.objectstore:cli_main",
+        "a local S3-compatible object store (moto) for development: start|stop|status",
+    ),
+    "cluster": (
+        "devkit.spark_cluster:cli_main",
+        "a local Spark standalone cluster (1 master, 1 worker) for development: start|stop|status",
+    ),
+    "upstream": (
+        "devkit.upstream_local:cli_main",
+        "local MariaDB servers captured by Debezium on Kafka Connect: start|stop|status",
+    ),
+}
+
+# ``scenario run --engine`` name -> (function running loaded scenarios, help); ``memory``
+# is coordinator.scenario's own and needs none of these.
+DEV_ENGINES = {
+    "spark": (
+        "devkit.scenario_spark:run_spark_files",
+        "a real Kafka broker, the streaming job with AvailableNow, a Delta table",
+    ),
+    "mariadb": (
+        "devkit.scenario_mariadb:run_mariadb_files",
+        "the steps run as SQL on real MariaDB shards captured by Debezium on Kafka Connect, "
+        "then as spark; the Delta table is also checked against the shards' own rows",
+    ),
+}
+
+# Modules the development kit needs beyond the job's dependencies (the ``dev`` extra).
+_DEV_EXTRA = ("confluent_kafka", "pymysql")
 
 
 class ToolingMissing(ShardMergeError):
-    """A development verb was asked for, but the ``dev`` extra is not installed."""
+    """A development verb or scenario engine was asked for, but the development kit cannot
+    be imported: run it from a clone of the repository after ``scripts/bootstrap``."""
 
 
-def _import_tool(module: str) -> object:
+def _load(target: str, what: str) -> Any:
+    """The function ``target`` (``"module:function"``) names, imported now."""
+    module, _, name = target.partition(":")
     try:
-        return importlib.import_module(module)
+        return getattr(importlib.import_module(module), name)
     except ModuleNotFoundError as e:
-        if e.name is not None and e.name.split(".")[0] in ("confluent_kafka", "pymysql"):
+        # Without the kit the missing name is "devkit" (or the module itself, when a
+        # "devkit" that is no package is in the way); a module the kit's own code fails to
+        # find is a broken clone and keeps its error.
+        if e.name in ("devkit", module):
             raise ToolingMissing(
-                f"{module} needs the development tooling ({e.name} is not installed): "
+                f"{what} is part of the development kit (devkit/), which the shardmerge "
+                "wheel does not ship: run it from a clone of the repository after "
+                "scripts/bootstrap"
+            ) from e
+        if e.name is not None and e.name.split(".")[0] in _DEV_EXTRA:
+            raise ToolingMissing(
+                f"{what} needs the development tooling ({e.name} is not installed): "
                 "pip install 'shardmerge[dev]' or run scripts/bootstrap"
             ) from e
         raise
 
 
+def _run_dev_verb(verb: str, argv: list[str]) -> int:
+    code: int = _load(DEV_VERBS[verb][0], f"`shardmerge {verb}`")(argv)
+    return code
+
+
 def _scenario_run(args: argparse.Namespace) -> int:
     from coordinator.scenario.runner import run_files
-    from devkit.cli import run_engine
 
-    engines = {name: (lambda ss, n=name: run_engine(n, ss)) for name in ENGINE_HELP}
+    engines = {}
+    if args.engine in DEV_ENGINES:
+        # Loaded before any file is read, so a missing kit is said at once.
+        engines[args.engine] = _load(DEV_ENGINES[args.engine][0], f"the {args.engine} engine")
     results = run_files(args.files, args.engine, engines=engines)
     for result in results:
         print(json.dumps(result.output, default=str), flush=True)
@@ -54,14 +118,6 @@ def _scenario_run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _forward(module: str) -> Callable[[argparse.Namespace], int]:
-    def call(args: argparse.Namespace) -> int:
-        code: int = _import_tool(module).cli_main(args.rest)  # type: ignore[attr-defined]
-        return code
-
-    return call
-
-
 def build_parser() -> argparse.ArgumentParser:
     from streaming.cli import add_job_verbs
 
@@ -69,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="shardmerge",
         description="Merge sharded MySQL tables from CDC events into one table, "
         "coordinating shard DDL.",
+        epilog=f"{', '.join(DEV_VERBS)} and the scenario engines {' and '.join(DEV_ENGINES)} "
+        "are the development kit's (devkit/): they run from a clone of the repository after "
+        "scripts/bootstrap, not from the wheel.",
     )
     verbs = parser.add_subparsers(dest="verb", required=True)
     add_job_verbs(verbs)
@@ -84,28 +143,28 @@ def build_parser() -> argparse.ArgumentParser:
     srun.add_argument(
         "--engine",
         default="memory",
-        choices=["memory", *ENGINE_HELP],
+        choices=["memory", *DEV_ENGINES],
         help="memory: in-process, no Kafka or Spark (default); "
-        + "; ".join(f"{name}: {text}" for name, text in ENGINE_HELP.items()),
+        + "; ".join(f"{name}: {text}" for name, (_, text) in DEV_ENGINES.items()),
     )
     srun.set_defaults(func=_scenario_run)
 
-    for verb, (module, text) in TOOL_VERBS.items():
+    for verb, (_, text) in DEV_VERBS.items():
+        # Listed for --help; main() hands these verbs their argv before argparse sees it.
         forwarded = verbs.add_parser(verb, help=text, add_help=False)
         forwarded.add_argument("rest", nargs=argparse.REMAINDER)
-        forwarded.set_defaults(func=_forward(module))
+        forwarded.set_defaults(func=lambda args, v=verb: _run_dev_verb(v, args.rest))
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] in TOOL_VERBS:
+        if argv and argv[0] in DEV_VERBS:
             # These verbs own their options (argparse cannot pass "--x" through a positional).
-            code: int = _import_tool(TOOL_VERBS[argv[0]][0]).cli_main(argv[1:])  # type: ignore[attr-defined]
-            return code
+            return _run_dev_verb(argv[0], argv[1:])
         args = build_parser().parse_args(argv)
-        code = args.func(args)
+        code: int = args.func(args)
     except ShardMergeError as e:
         print(f"shardmerge: {e}", file=sys.stderr)
         return 2
