@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import json
 import shlex
 import sys
 import tempfile
@@ -40,7 +41,7 @@ from coordinator.ids import ShardId, TargetId
 from coordinator.moves import MoveCommand, MoveSettings, parse_move_command
 from coordinator.scenario.model import Scenario, Step
 from coordinator.scenario.moving import CopyTool
-from coordinator.scenario.observe import Observation, check, sorted_rows
+from coordinator.scenario.observe import Observation, SeenDeadLetter, check, sorted_rows
 from coordinator.scenario.runner import ScenarioResult, run_memory, skipped
 from coordinator.scenario.upstream import RowEvent, Upstream, UpstreamError
 from coordinator.state import restore
@@ -282,7 +283,9 @@ class _Run:
                 break
             if step.expect is not None:
                 # The Delta table is read only when the step checks rows (about a second).
-                seen = self.observe(rows=step.expect.rows is not None)
+                seen = self.observe(
+                    rows=step.expect.rows is not None, dead=step.expect.dead_letters is not None
+                )
                 failures += check(step.expect, seen, f"step {index + 1}")
             if self.error is not None:
                 break
@@ -312,6 +315,7 @@ class _Run:
             "error": seen.error,
             "failures": failures,
             **({"moves": seen.moves} if seen.moves else {}),
+            **({"dead_letters": seen.dead_letter_rows()} if seen.dead_letters else {}),
         }
         self.close_producers()
         name = self.scenario.name
@@ -439,16 +443,17 @@ class _Run:
 
     # --- observing -----------------------------------------------------------------------------
 
-    def observe(self, rows: bool = True) -> Observation:
-        """The job's saved state and, with ``rows``, the Delta table's rows, in the file's
-        own names."""
+    def observe(self, rows: bool = True, dead: bool = True) -> Observation:
+        """The job's saved state and, with ``rows``, the Delta table's rows, with ``dead``
+        the file's dead letters, in the file's own names."""
         store = StateStore(self.s.spark, self.settings.checkpoint)
         latest = store.latest()
         failed = store.failure()
         if failed is not None:
             latest = (failed["batch"], failed)
+        letters = self.dead_letters() if dead else ()
         if latest is None:
-            return Observation(None, [], [], self.names.back(self.error))
+            return Observation(None, [], [], self.names.back(self.error), dead_letters=letters)
         _, data = latest
         c = restore(data["coordinator"], self.settings.router(), self.settings.target_configs())
         view = c.target_view(self.target)
@@ -483,7 +488,32 @@ class _Run:
         progress = data.get("moves", {}).get("progress", {})
         tag = self.names.tag
         moves = {m[len(tag) :]: p["state"] for m, p in progress.items() if m.startswith(tag)}
-        return Observation(schema, found, locks, back(self.error), moves)
+        return Observation(schema, found, locks, back(self.error), moves, letters)
+
+    def dead_letters(self) -> tuple[SeenDeadLetter, ...]:
+        """The file's rows in the job's dead-letter table (``streaming.deadletter``): in a
+        shared job, those of its own topics (``RUN_TAGsource.db.table``). A row the write
+        step gave up on carries its event as JSON (source, db, tbl and its row images); a
+        record the decode could not read, its raw value (its shard is its topic's)."""
+        path = self.settings.dead_letters()
+        if not Path(path).exists():
+            return ()
+        prefix = f"{self.run_id}_{self.names.tag}"
+        found = []
+        table = self.s.spark.read.format("delta").load(path)
+        for r in table.where(table.topic.startswith(prefix)).collect():
+            try:
+                event = json.loads(bytes(r["value"] or b"").decode())
+            except ValueError:
+                event = None
+            if isinstance(event, dict) and {"source", "db", "tbl"} <= set(event):
+                shard = f"{self.names.back(event['source'])}.{event['db']}.{event['tbl']}"
+                image = event.get("after") or event.get("before") or "{}"
+                values = json.loads(image) if isinstance(image, str) else image
+            else:
+                shard, values = str(self.names.back(r["topic"][len(self.run_id) + 1 :])), {}
+            found.append(SeenDeadLetter(shard, r["reason"], dict(values or {})))
+        return tuple(found)
 
     def delta_matches_coordinator(self, seen: Observation) -> list[str]:
         path = self.settings.table_path(self.target)

@@ -7,10 +7,13 @@ and keeps its own :class:`~coordinator.group.Replica` folded from one
 event it read (``ddl``), folds the log to its end (its records and the others'), routes its
 rows with its replica, and executes the decisions about its own shards (G3). Its writes
 wait in an outbox (the stash, in the streaming job) until the target's table has the
-version they were planned at (G4). The owner, the first live job in ``jobs:`` order,
-moves the table to its next version only when every live job has folded that version's
-decision and has no write planned below it (G5). A job is live while it heartbeats, and
-for ``lease_s`` virtual seconds after its last heartbeat (``pause`` stops both).
+version they were planned at (G4). The owner moves the table to its next version only
+when every live job has folded that version's decision and has no write planned below it
+(G5). A job is live while it heartbeats, and for ``lease_s`` virtual seconds after its
+last heartbeat (``pause`` stops both). The owner holds the newest term while it is live,
+paused or not; only when it is down does the first live job in ``jobs:`` order take the
+next term (:meth:`GroupEngine.owner`, as ``streaming.group.GroupMember.owns``). A row the
+downstream cannot take is a dead letter, recorded when its batch saves.
 
 A batch folds as the streaming job's does (``coordinator.group.batch_records``): the
 others' records up to its own next one, each of its records where it appends it. A job's
@@ -43,8 +46,14 @@ from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Release, Ren
 from coordinator.group import MemoryLog, Record, Replica, batch_records
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.routing import TableKind
-from coordinator.scenario.downstream import MemoryTable
-from coordinator.scenario.memory import Stash, build_coordinator, rename_stashed, take_released
+from coordinator.scenario.downstream import NEVER_REGISTERED, DeadLetter, MemoryTable
+from coordinator.scenario.memory import (
+    Stash,
+    build_coordinator,
+    dead_letter,
+    rename_stashed,
+    take_released,
+)
 from coordinator.scenario.model import Scenario, ScenarioFileError, Step
 from coordinator.scenario.observe import Observation, observe
 from coordinator.scenario.upstream import RowEvent, Upstream
@@ -86,6 +95,7 @@ class _Job:
     inbox: list[tuple[Position, RowEvent | tuple[ShardId, str]]] = field(default_factory=list)
     stash: Stash = field(default_factory=lambda: defaultdict(list))
     outbox: list[_Write] = field(default_factory=list)
+    dead: list[DeadLetter] = field(default_factory=list)  # the running batch's, until it saves
     paused: bool = False
     crash_next: bool = False
     # stop (SIGSTOP) inside the next batch that appends, after this many of its appends
@@ -136,6 +146,10 @@ class GroupEngine:
         self.rng = random.Random(schedule.seed) if schedule else None
         self.p = schedule.p if schedule else 1.0
         self.error: str | None = None
+        self.dead_letters: list[DeadLetter] = []
+        # The owner's terms: how many were claimed, and the job holding the newest one.
+        self.terms = 0
+        self.holder: str | None = None
         self.fenced = 0  # writes re-planned because the table moved past their version
         self.fenced_batches = 0  # batches that ran again: their fold was behind a table
 
@@ -258,6 +272,7 @@ class GroupEngine:
         job.batches += 1
         job.appends = 0
         kept = (list(job.inbox), {k: list(v) for k, v in job.stash.items()}, list(job.outbox))
+        job.dead = []
         taking = len(job.inbox) if job.taking is None else job.taking
         try:
             self.fold(job, job.replica.seq)
@@ -285,6 +300,8 @@ class GroupEngine:
             job.taking = taking
             return False
         job.fenced, job.taking = 0, None
+        self.dead_letters += job.dead  # the batch's dead letters, written with its rows
+        job.dead = []
         self.drain(job)
         job.saved = job.replica.snapshot()
         job.heartbeat = self.now
@@ -341,14 +358,20 @@ class GroupEngine:
             body = {"shard": str(event.shard), "seen": [[position, text]]}
             self.tell(job, Record(f"{job.name}:shadow:{position}", job.name, "shadow", body))
         route = job.replica.coordinator.route_row(event.shard)
+        if route.action == "unknown":
+            # its CREATE TABLE was never read: held until it arrives, through the log (G2)
+            body = {"shard": str(event.shard), "position": position, "reason": ""}
+            rid = f"{job.name}:await:{event.shard}:{position}"
+            self.tell(job, Record(rid, job.name, "await", body))
+            route = job.replica.coordinator.route_row(event.shard)
         if route.action == "hold":
             job.stash[(event.shard, route.version)].append((position, event))
         elif route.action == "write":
             assert route.target is not None
             version = job.replica.versions.get(route.target, 0)
             job.outbox.append(_Write(route.target, version, event, route.project))
-        elif route.action == "unknown":
-            raise ShardMergeError(f"row of {event.shard}: {route.reason}")
+        elif route.action == "unknown":  # nothing holds it: as MemoryEngine.row
+            job.dead.append(dead_letter(event, NEVER_REGISTERED))
 
     def execute(self, job: _Job, d: Decision, version: int) -> None:
         """A decision ``job``'s fold made, with the version its target had in the fold
@@ -386,8 +409,11 @@ class GroupEngine:
                 if w.what.match:
                     table.rehome(dict(w.what.match), dict(w.what.values), lambda _: True)
             else:
-                extra = self.router.extract(w.target).values(w.what.shard)
-                table.write(w.what.before, w.what.after, extra, w.project)
+                event = w.what
+                extra = self.router.extract(w.target).values(event.shard)
+                why = table.write(event.shard, event.before, event.after, extra, w.project)
+                if why is not None:
+                    self.dead_letters.append(dead_letter(event, why))
 
     # --- the owner -----------------------------------------------------------------------
 
@@ -395,14 +421,26 @@ class GroupEngine:
         return not job.paused or self.now - job.heartbeat <= self.scenario.lease_s
 
     def owner(self) -> _Job | None:
-        """The owner's term: the first live job in the file's order (a term passes on
-        when its holder's lease runs out)."""
-        return next((j for j in self.jobs.values() if self.live(j) and not j.paused), None)
+        """The holder of the owner's term (``streaming.group.GroupMember.owns``): the job
+        holding the newest term while it is live, paused or not (a job paused within its
+        lease keeps the term, and the owner's work waits for it); when it is down, the
+        first live job in the file's order claims the next term, unless it is paused
+        itself (a stopped job claims nothing). None: no job acts as the owner now."""
+        holder = self.jobs.get(self.holder or "")
+        if holder is not None and self.live(holder):
+            return holder
+        first = next((j for j in self.jobs.values() if self.live(j)), None)
+        if first is None or first.paused:
+            return None
+        self.terms += 1
+        self.holder = first.name
+        return first
 
     def owner_pass(self) -> None:
         """Move each table to its next decided version while every live job has folded
-        that decision and planned nothing below it (G5)."""
-        if self.owner() is None:
+        that decision and planned nothing below it (G5), when the owner runs."""
+        owner = self.owner()
+        if owner is None or owner.paused:
             return
         progress = True
         while progress:
@@ -455,9 +493,11 @@ class GroupEngine:
                 self.settle()
             except ShardMergeError as e:  # a strict conflict stops the job that met it
                 self.error = str(e)
-        job = self.owner() or next(iter(self.jobs.values()))
+        # what a running job's dashboard shows (they all hold the same state: G1)
+        running = [j for j in self.jobs.values() if not j.paused]
+        job = running[0] if running else next(iter(self.jobs.values()))
         target = TargetId.parse(self.scenario.target)
         table = self.tables.get(target)
         rows: list[dict[str, Any]] = list(table.rows.values()) if table else []
         schema = table.schema if table else None
-        return observe(job.replica.coordinator, target, schema, rows, self.error)
+        return observe(job.replica.coordinator, target, schema, rows, self.error, self.dead_letters)

@@ -28,7 +28,7 @@ from coordinator.ids import Position, ShardId, TargetId
 from coordinator.moves import Moves
 from coordinator.policy import Policy
 from coordinator.routing import Extract, Route, Router
-from coordinator.scenario.downstream import MemoryTable
+from coordinator.scenario.downstream import NEVER_REGISTERED, DeadLetter, MemoryTable
 from coordinator.scenario.model import Scenario, Step
 from coordinator.scenario.moving import MoveDriver
 from coordinator.scenario.observe import Observation, observe
@@ -36,9 +36,15 @@ from coordinator.scenario.upstream import RowEvent, Upstream
 from coordinator.state import restore, snapshot
 from schemas.connect import row_schema_text, value_fields
 from schemas.ddl import parse_create_table
-from shardmerge.errors import ShardMergeError
 
-__all__ = ["MemoryEngine", "Stash", "build_coordinator", "rename_stashed", "take_released"]
+__all__ = [
+    "MemoryEngine",
+    "Stash",
+    "build_coordinator",
+    "dead_letter",
+    "rename_stashed",
+    "take_released",
+]
 
 
 Stash = dict[tuple[ShardId, int], list[tuple[Position, RowEvent]]]
@@ -64,6 +70,10 @@ def rename_stashed(stash: Stash, d: Rename) -> None:
         stash[key] = sorted(stash.get(key, []) + moved, key=lambda pe: pe[0])
 
 
+def dead_letter(event: RowEvent, reason: str) -> DeadLetter:
+    return DeadLetter.of(event.shard, event.op, event.before, event.after, reason)
+
+
 def build_coordinator(scenario: Scenario) -> tuple[Coordinator, Router, TargetConfig]:
     extract = Extract(**scenario.extract.model_dump()) if scenario.extract else Extract()
     target = TargetId.parse(scenario.target)
@@ -83,6 +93,7 @@ class MemoryEngine:
         self.tables: dict[TargetId, MemoryTable] = {}
         self.stash: Stash = defaultdict(list)
         self.error: str | None = None
+        self.dead_letters: list[DeadLetter] = []  # rows not written, as the job's table
         moves = Moves(m.move() for m in scenario.moves)
         self.mover = MoveDriver(self, moves) if moves else None
 
@@ -147,18 +158,25 @@ class MemoryEngine:
             text = row_schema_text(value_fields(event.schema))
             self.coordinator.shadow_rows(event.shard, [(position, text)])
         route = self.coordinator.route_row(event.shard)
+        if route.action == "unknown":
+            # A routed table whose CREATE TABLE was never read: as the job does
+            # (streaming.batch, await_unregistered), its rows are held until it arrives.
+            self.execute(self.coordinator.await_ddl(event.shard, position, ""))
+            route = self.coordinator.route_row(event.shard)
         if route.action == "hold":
             self.stash[(event.shard, route.version)].append((position, event))
         elif route.action == "write":
             assert route.target is not None
             self.write(route.target, event, route.project)
-        elif route.action == "unknown":
-            raise ShardMergeError(f"row of {event.shard}: {route.reason}")
+        elif route.action == "unknown":  # nothing holds it: the job's dead letter
+            self.dead_letters.append(dead_letter(event, NEVER_REGISTERED))
         # "drop": a shadow, trash or unrouted table's row, dropped by design
 
     def write(self, target: TargetId, event: RowEvent, project: bool) -> None:
         extra = self.router.extract(target).values(event.shard)
-        self.tables[target].write(event.before, event.after, extra, project)
+        why = self.tables[target].write(event.shard, event.before, event.after, extra, project)
+        if why is not None:
+            self.dead_letters.append(dead_letter(event, why))
 
     # --- decisions -----------------------------------------------------------------------
 
@@ -203,7 +221,10 @@ class MemoryEngine:
         target = TargetId.parse(self.scenario.target)
         table = self.tables.get(target)
         rows: list[dict[str, Any]] = list(table.rows.values()) if table else []
-        seen = observe(self.coordinator, target, table.schema if table else None, rows, self.error)
+        seen = observe(
+            self.coordinator, target, table.schema if table else None, rows, self.error,
+            self.dead_letters,
+        )  # fmt: skip
         if self.mover is None:
             return seen
         return replace(seen, locks=self.mover.locks(seen.locks), moves=self.mover.moves.summary())

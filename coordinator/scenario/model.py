@@ -15,7 +15,15 @@ from coordinator.moves import MoveSettings, MoveState, check_moves
 from coordinator.policy import ALLOWED, Word
 from shardmerge.errors import ShardMergeError
 
-__all__ = ["ENGINES", "Expect", "Scenario", "ScenarioFileError", "Step", "load_scenario"]
+__all__ = [
+    "ENGINES",
+    "Expect",
+    "ExpectDeadLetter",
+    "Scenario",
+    "ScenarioFileError",
+    "Step",
+    "load_scenario",
+]
 
 Stage = Literal["none", "waiting", "conflict"]
 Engine = Literal["memory", "spark", "mariadb"]
@@ -41,6 +49,16 @@ class Update(_Strict):
     set: dict[str, Any]
 
 
+class ExpectDeadLetter(_Strict):
+    """One dead letter: a row of ``shard`` (``source.db.table``) the downstream did not
+    take, with ``reason`` a substring of why, and, if given, ``key``: values its row image
+    holds (its after image; a delete's before)."""
+
+    shard: str = Field(pattern=r"^[^.\s]+\.[^.\s]+\.[^.\s]+$")
+    reason: str
+    key: dict[str, Any] | None = None
+
+
 class Expect(_Strict):
     """Expectations; each one left out is not checked (``error: null`` is checked)."""
 
@@ -52,6 +70,8 @@ class Expect(_Strict):
     locks: dict[str, Stage] | None = None
     error: str | None = None
     moves: dict[str, MoveState] | None = None  # state per move id (docs/moves.md)
+    # Every dead letter of the file's rows so far, one to one (``[]``: none).
+    dead_letters: list[ExpectDeadLetter] | None = None
 
     def checks_error(self) -> bool:
         return "error" in self.model_fields_set

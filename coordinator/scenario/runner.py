@@ -98,6 +98,7 @@ def run_memory(
         "error": seen.error,
         "failures": failures,
         **({"moves": seen.moves} if seen.moves else {}),
+        **({"dead_letters": seen.dead_letter_rows()} if seen.dead_letters else {}),
     }
     return ScenarioResult(scenario.name, engine.name, not failures, output, invalid=invalid)
 

@@ -147,6 +147,29 @@ def test_a_crashed_batch_run_again_appends_nothing_twice() -> None:
     assert engine.observe().error is None
 
 
+def test_the_owner_s_term_passes_on_only_when_its_holder_is_down() -> None:
+    # streaming.group.GroupMember.owns: the newest term's holder is the owner while it is
+    # live, paused within its lease or not; the first live job claims a term only then
+    s = load_scenario(ROOT / "groups" / "paused-owner-keeps-its-term-optimistic.yaml")
+    engine = GroupEngine(s)
+    engine.start()
+    owners = []
+    for i, step in enumerate(s.steps):
+        engine.step(i, step)
+        owner = engine.owner()
+        owners.append((step.kind, owner.name if owner else None))
+    assert owners == [
+        ("pause", "eu"), ("sql", "eu"), ("insert", "eu"), ("expect", "eu"),
+        ("pause", "eu"),  # paused, still live: it keeps the term
+        ("resume", "eu"), ("expect", "eu"), ("insert", "eu"), ("expect", "eu"),
+        ("clock", "us"),  # its lease ran out: us claims the next term
+        ("expect", "us"),
+        ("resume", "us"),  # eu runs again; us, live, keeps the term
+        ("sql", "us"), ("insert", "us"),
+    ]  # fmt: skip
+    assert engine.terms == 2
+
+
 def test_the_file_format_checks_jobs() -> None:
     base = {"name": "x", "mode": "optimistic", "target": "a.b", "shards": {}}
     with pytest.raises(ValueError, match="need `jobs:`"):

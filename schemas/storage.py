@@ -1,0 +1,176 @@
+"""What the downstream can store in a column, as data: the *domain* of the Delta type each
+MySQL type is stored as, and whether a row's value falls inside it.
+
+A value outside its column's domain does not fit: the streaming job makes its row a dead
+letter (``streaming/rows.py``, ``_unfit``: the text of the value, as the job reads it from
+the row image, did not convert to the column's Delta type in
+``streaming.spark_types.value_expr``); the memory engine does the same with
+:func:`unfit`. The job's rules are the reference, so the domains are the Delta types', not
+MySQL's: ``TINYINT UNSIGNED`` is stored as ``SMALLINT`` (300 fits), ``MEDIUMINT`` as ``INT``,
+and ``VARCHAR(3)``, ``ENUM`` and ``SET`` as ``STRING``: a longer string or a value no
+member names is written as it is. Temporal values are converted, never checked (a malformed
+one fails the job's batch instead: ANSI casts raise). ``tests/unit/test_storage.py``
+checks that :func:`storage` names the type ``delta_type`` does for every type;
+``tests/integration/test_value_fit.py`` checks :meth:`Domain.admits` against Spark's casts.
+
+The domains:
+
+- :class:`Integral`: a Spark integer type between ``lo`` and ``hi``; the text of an integer
+  (a trailing ``.0`` taken off first, as a DOUBLE or DECIMAL shard column writes ``2.0``);
+- :class:`Fixed`: ``DECIMAL(p, s)``: a decimal number, rounded half up to ``s`` places,
+  with at most ``p`` digits;
+- :class:`Floating`: ``FLOAT``/``DOUBLE``: any number Java parses (too large is infinity,
+  not unfit), ``NaN`` and ``Infinity`` included;
+- :class:`Free`: strings, bytes, dates and times: every value.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from schemas.model import SPATIAL_TYPES, Column, ColumnType
+
+__all__ = ["Domain", "Fixed", "Floating", "Free", "Integral", "storage", "unfit", "value_text"]
+
+# Java's String.trim and Spark's UTF8String.trimAll drop these around a number.
+_SPACE = "".join(chr(c) for c in range(0x21))
+# java.math.BigDecimal's grammar (what Spark's string -> DECIMAL cast parses).
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
+# Double.parseDouble's decimal grammar: a type suffix allowed (no hex floats here).
+_FLOATING = re.compile(r"[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?)", re.ASCII)
+# Spark's own spellings of the special values (Cast.processFloatingPointSpecialLiterals).
+_SPECIAL = {"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan"}
+_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
+_TRAILING_ZEROS = re.compile(r"[.]0+$")  # value_expr's regexp_replace
+
+
+@dataclass(frozen=True)
+class Integral:
+    """A Spark integer type: ``try_cast(regexp_replace(text, '[.]0+$', '') AS sql)``."""
+
+    sql: str
+    lo: int
+    hi: int
+
+    def admits(self, text: str) -> bool:
+        digits = _TRAILING_ZEROS.sub("", text).strip(_SPACE)
+        return _INTEGER.fullmatch(digits) is not None and self.lo <= int(digits) <= self.hi
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """``DECIMAL(precision, scale)``: ``try_cast(text AS DECIMAL(p,s))``, which rounds half
+    up to the scale and gives NULL past the precision."""
+
+    precision: int
+    scale: int
+
+    @property
+    def sql(self) -> str:
+        return f"DECIMAL({self.precision},{self.scale})"
+
+    def admits(self, text: str) -> bool:
+        text = text.strip(_SPACE)
+        if _NUMBER.fullmatch(text) is None:
+            return False
+        value = Decimal(text)
+        if value and value.adjusted() >= 38:
+            return False  # more integer digits than any Spark decimal has (and Spark stops)
+        with decimal.localcontext() as ctx:
+            ctx.prec = 2 * 38 + 2
+            rounded = value.quantize(Decimal(1).scaleb(-self.scale), decimal.ROUND_HALF_UP)
+        return len(rounded.as_tuple().digits) <= self.precision
+
+
+@dataclass(frozen=True)
+class Floating:
+    """``FLOAT``/``DOUBLE``: ``try_cast(text AS FLOAT)`` (Java's parse, then Spark's
+    spellings of infinity and NaN)."""
+
+    sql: str
+
+    def admits(self, text: str) -> bool:
+        text = text.strip(_SPACE)
+        return _FLOATING.fullmatch(text) is not None or text.lower() in _SPECIAL
+
+
+@dataclass(frozen=True)
+class Free:
+    """A type every value the job reads converts to (strings, bytes, dates and times)."""
+
+    sql: str
+
+    def admits(self, text: str) -> bool:
+        return True
+
+
+Domain = Integral | Fixed | Floating | Free
+
+_INTEGRAL = {
+    "TINYINT": Integral("TINYINT", -(2**7), 2**7 - 1),
+    "SMALLINT": Integral("SMALLINT", -(2**15), 2**15 - 1),
+    "INT": Integral("INT", -(2**31), 2**31 - 1),
+    "BIGINT": Integral("BIGINT", -(2**63), 2**63 - 1),
+}
+# As streaming.spark_types stores them: an unsigned type in the next wider signed one.
+_SIGNED = {"TINYINT": "TINYINT", "SMALLINT": "SMALLINT", "MEDIUMINT": "INT", "INT": "INT",
+           "BIGINT": "BIGINT"}  # fmt: skip
+_UNSIGNED: dict[str, Domain] = {
+    "TINYINT": _INTEGRAL["SMALLINT"],
+    "SMALLINT": _INTEGRAL["INT"],
+    "MEDIUMINT": _INTEGRAL["INT"],
+    "INT": _INTEGRAL["BIGINT"],
+    "BIGINT": Fixed(20, 0),
+}
+_BYTES = ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB", "BIT", "VECTOR")
+_FREE = {"DATE": "DATE", "DATETIME": "TIMESTAMP_NTZ", "TIMESTAMP": "TIMESTAMP"}
+
+
+def storage(t: ColumnType) -> Domain:
+    """The domain of the Delta type a column of type ``t`` is stored as (its ``sql`` is
+    ``streaming.spark_types.delta_type(t)``)."""
+    if t.base in _SIGNED:
+        return _UNSIGNED[t.base] if t.unsigned else _INTEGRAL[_SIGNED[t.base]]
+    if t.base == "DECIMAL":
+        precision, scale = t.length or 10, t.scale or 0
+        # Spark decimals stop at 38 digits; wider MySQL decimals are kept as text.
+        return Fixed(precision, scale) if precision <= 38 else Free("STRING")
+    if t.base in ("FLOAT", "DOUBLE"):
+        return Floating(t.base)
+    if t.base == "YEAR":
+        return _INTEGRAL["INT"]
+    if t.base in _FREE:
+        return Free(_FREE[t.base])
+    if t.base in _BYTES or t.base in SPATIAL_TYPES:
+        return Free("BINARY")
+    return Free("STRING")
+
+
+def value_text(value: Any) -> str | None:
+    """A row value as the job reads it: the text of its JSON value in the row image (a
+    string as it is, a number as JSON writes it, ``true``/``false``), None for null."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dt.date | dt.time):  # a date YAML read, as a string would hold it
+        return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def unfit(column: Column, value: Any) -> str | None:
+    """Why ``value`` cannot be stored in ``column`` downstream, or None when it can (null
+    always can), in the job's words (``streaming.rows.project_actions``)."""
+    text = value_text(value)
+    if text is None or storage(column.type).admits(text):
+        return None
+    target = column.type.type_sql()
+    return f"value {text} of column {column.name} does not fit the target type {target}"

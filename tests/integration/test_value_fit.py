@@ -1,0 +1,29 @@
+"""The domains of schemas/storage.py are Spark's: for each case of tests/unit/test_storage.py,
+the job's own conversion of the value's text to its column's Delta type
+(``streaming.spark_types.value_expr``, as ``streaming.rows.project_actions`` runs it) gives
+NULL exactly when the memory engine calls the value unfit. One query for every case."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+
+from schemas.ddl import parse_type
+from schemas.storage import storage
+from streaming.quoting import string
+from streaming.spark_types import value_expr
+from tests.unit.test_storage import CASES
+
+pytestmark = [pytest.mark.spark]
+
+
+def test_spark_converts_a_value_exactly_when_it_is_in_the_domain(spark: SparkSession) -> None:
+    exprs = [
+        f"({value_expr(parse_type(sql), string(text))}) IS NOT NULL AS c{i}"
+        for i, (sql, text, _) in enumerate(CASES)
+    ]
+    row = spark.sql("SELECT " + ", ".join(exprs)).collect()[0]
+    spark_says = {(sql, text): row[f"c{i}"] for i, (sql, text, _) in enumerate(CASES)}
+    ours = {(sql, text): storage(parse_type(sql)).admits(text) for sql, text, _ in CASES}
+    assert ours == spark_says
+    assert ours == {(sql, text): fits for sql, text, fits in CASES}

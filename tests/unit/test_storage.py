@@ -1,0 +1,163 @@
+"""What a downstream column can store (schemas/storage.py), without a JVM: each MySQL type's
+domain is the one of the Delta type the job stores it as, and a value outside it is a dead
+letter in the job's words. tests/integration/test_value_fit.py checks the same cases
+against Spark's own casts (``streaming.spark_types.value_expr``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.ids import ShardId, TargetId
+from coordinator.scenario.downstream import MemoryTable
+from schemas.ddl import parse_create_table, parse_type
+from schemas.model import Column
+from schemas.storage import storage, unfit, value_text
+from streaming.spark_types import delta_type
+
+TYPES = [
+    "TINYINT", "TINYINT UNSIGNED", "SMALLINT", "SMALLINT UNSIGNED", "MEDIUMINT",
+    "MEDIUMINT UNSIGNED", "INT", "INT UNSIGNED", "BIGINT", "BIGINT UNSIGNED", "INT(11)",
+    "DECIMAL", "DECIMAL(5,2)", "DECIMAL(38,10)", "DECIMAL(39,2)", "DECIMAL(65,30)",
+    "DECIMAL(10,2) UNSIGNED", "NUMERIC(7)", "FLOAT", "DOUBLE", "REAL", "BIT", "BIT(12)",
+    "BOOL", "YEAR", "DATE", "DATETIME", "DATETIME(6)", "TIMESTAMP", "TIMESTAMP(3)", "TIME",
+    "CHAR(3)", "VARCHAR(3)", "BINARY(4)", "VARBINARY(9)", "TINYTEXT", "TEXT", "MEDIUMTEXT",
+    "LONGTEXT", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB", "JSON", "ENUM('a','b')",
+    "SET('x','y')", "GEOMETRY", "POINT", "POLYGON", "MULTIPOLYGON", "GEOMETRYCOLLECTION",
+]  # fmt: skip
+
+# (type, the value's text as the job reads it, whether it fits). Shared with the
+# integration test, which asks Spark the same questions.
+CASES = [
+    ("INT", "2147483647", True),
+    ("INT", "-2147483648", True),
+    ("INT", "2147483648", False),  # an ignored MODIFY INT -> BIGINT, then a big value
+    ("INT", "3000000000", False),
+    ("INT", "2.0", True),  # a DOUBLE shard column writes 2.0
+    ("INT", "2.000", True),
+    ("INT", "2.5", False),
+    ("INT", "1e3", False),
+    ("INT", "abc", False),
+    ("INT", "", False),
+    ("INT", "true", False),
+    ("INT", "+7", True),
+    ("TINYINT", "127", True),
+    ("TINYINT", "128", False),
+    ("TINYINT", "-129", False),
+    ("SMALLINT", "32768", False),
+    ("MEDIUMINT", "8388608", True),  # stored as INT: MySQL's range is not Delta's
+    ("TINYINT UNSIGNED", "300", True),  # stored as SMALLINT
+    ("TINYINT UNSIGNED", "40000", False),
+    ("INT UNSIGNED", "4294967295", True),
+    ("BIGINT", "9223372036854775807", True),
+    ("BIGINT", "9223372036854775808", False),
+    ("BIGINT UNSIGNED", "18446744073709551615", True),  # DECIMAL(20,0)
+    ("BIGINT UNSIGNED", "123456789012345678901", False),
+    ("YEAR", "2024", True),
+    ("DECIMAL(5,2)", "999.99", True),
+    ("DECIMAL(5,2)", "-999.99", True),
+    ("DECIMAL(5,2)", "1.005", True),  # rounded half up to 1.01
+    ("DECIMAL(5,2)", "999.994", True),
+    ("DECIMAL(5,2)", "999.995", False),  # rounds to 1000.00: six digits
+    ("DECIMAL(5,2)", "1000", False),
+    ("DECIMAL(5,2)", "12345.67", False),  # an ignored MODIFY DECIMAL(5,2) -> (12,2)
+    ("DECIMAL(5,2)", "0.001", True),
+    ("DECIMAL(5,2)", "1e2", True),
+    ("DECIMAL(5,2)", "1e3", False),
+    ("DECIMAL(5,2)", ".5", True),
+    ("DECIMAL(5,2)", "abc", False),
+    ("DECIMAL(5,2)", "NaN", False),
+    ("DECIMAL(10,0)", "9999999999", True),
+    ("DECIMAL(10,0)", "10000000000", False),
+    ("DECIMAL(38,0)", "1" + "0" * 38, False),
+    ("DECIMAL(39,2)", "1" + "0" * 50, True),  # wider than Spark's decimals: kept as text
+    ("FLOAT", "1.5", True),
+    ("FLOAT", "1e39", True),  # infinity, not NULL
+    ("FLOAT", "abc", False),
+    ("DOUBLE", "-2.5e-10", True),
+    ("DOUBLE", "NaN", True),
+    ("DOUBLE", "Infinity", True),
+    ("DOUBLE", "inf", True),
+    ("DOUBLE", "12abc", False),
+    ("VARCHAR(3)", "a string longer than three", True),  # Delta STRING has no length
+    ("CHAR(1)", "xyz", True),
+    ("ENUM('a','b')", "c", True),  # nor members
+    ("SET('x','y')", "z", True),
+    ("TEXT", "anything", True),
+    ("DATE", "19000", True),
+    ("DATETIME", "1700000000000", True),
+]
+
+
+@pytest.mark.parametrize("sql", TYPES)
+def test_each_type_is_stored_as_the_job_stores_it(sql: str) -> None:
+    t = parse_type(sql)
+    assert storage(t).sql == delta_type(t), sql
+
+
+@pytest.mark.parametrize(("sql", "text", "fits"), CASES, ids=[f"{c[0]}:{c[1][:12]}" for c in CASES])
+def test_a_value_fits_the_domain_of_its_columns_delta_type(sql: str, text: str, fits: bool) -> None:
+    assert storage(parse_type(sql)).admits(text) is fits
+
+
+def test_values_are_read_as_the_job_reads_the_row_image() -> None:
+    assert value_text(None) is None
+    assert value_text(3000000000) == "3000000000"
+    assert value_text(2.0) == "2.0"
+    assert value_text(True) == "true"
+    assert value_text("12.50") == "12.50"
+    assert value_text({"k": [1]}) == '{"k":[1]}'
+
+
+def test_the_reason_is_the_jobs() -> None:
+    a = Column("a", parse_type("INT"))
+    assert unfit(a, 3000000000) == "value 3000000000 of column a does not fit the target type INT"
+    assert unfit(a, 2.0) is None and unfit(a, None) is None
+    d = Column("price", parse_type("DECIMAL(5,2)"))
+    assert unfit(d, "12345.67") == (
+        "value 12345.67 of column price does not fit the target type DECIMAL(5,2)"
+    )
+
+
+# --- the memory engine's sink ----------------------------------------------------------
+
+S1 = ShardId("s1", "db1", "tb1")
+
+
+def _table() -> MemoryTable:
+    schema = parse_create_table("CREATE TABLE tb (id INT PRIMARY KEY, a INT, d DECIMAL(5,2))")
+    return MemoryTable(TargetId("shard", "tb"), schema)
+
+
+def test_a_row_with_an_unfit_value_is_not_written() -> None:
+    t = _table()
+    assert t.write(S1, None, {"id": 1, "a": 1, "d": "1.50"}, {}, lenient=True) is None
+    why = t.write(S1, None, {"id": 2, "a": 3000000000, "d": "1"}, {}, lenient=True)
+    assert why == "value 3000000000 of column a does not fit the target type INT"
+    assert list(t.rows) == [(1,)]
+
+
+def test_an_unfit_update_keeps_the_row_or_deletes_the_key_it_left() -> None:
+    t = _table()
+    t.write(S1, None, {"id": 1, "a": 1, "d": "1"}, {}, lenient=True)
+    t.write(S1, None, {"id": 2, "a": 2, "d": "2"}, {}, lenient=True)
+    # same key: the row stays as it was (the job writes no action for it)
+    assert t.write(S1, {"id": 1, "a": 1, "d": "1"}, {"id": 1, "a": 1, "d": "1234"}, {}, True)
+    assert t.rows[(1,)]["d"] == "1"
+    # a new key: the old one is deleted (the event's delete action is written)
+    assert t.write(S1, {"id": 2, "a": 2, "d": "2"}, {"id": 3, "a": 2, "d": "1234"}, {}, True)
+    assert list(t.rows) == [(1,)]
+
+
+def test_a_row_without_its_key_or_with_a_column_no_ddl_explains_is_a_dead_letter() -> None:
+    t = _table()
+    assert t.write(S1, None, {"id": None, "a": 1}, {}, True) == (
+        "key column id is null in after of shard s1.db1.tb1"
+    )
+    assert t.write(S1, {"a": 1}, None, {}, True) == (
+        "key column id is missing from before of shard s1.db1.tb1"
+    )
+    why = t.write(S1, None, {"id": 1, "B": 1}, {}, lenient=False)
+    assert why is not None
+    assert why.startswith("row of shard s1.db1.tb1 has column(s) b that the target lacks; ")
+    assert t.write(S1, None, {"id": 1, "B": 1}, {}, lenient=True) is None  # projected
+    assert t.rows == {(1,): {"id": 1, "a": None, "d": None}}
