@@ -220,6 +220,36 @@ class OpsSettings(_Frozen):
         "it) and writes it to this local file, mode 0600; default "
         "~/.shardmerge/ops-token-<port> (env SHARDMERGE__OPS__GENERATED_TOKEN_FILE)",
     )
+    # Connections are cheap to hold and free to open, and the server must keep answering
+    # however many are held (docs/operations.md, "Security"): a deadline for each request,
+    # a cap sized for idle sockets and a cap per remote address.
+    request_timeout_s: int = Field(
+        10,
+        ge=1,
+        description="a connection that has not sent a whole request (headers and body) this "
+        "many seconds after it was opened, or after the first byte of a later request, is "
+        "closed, however slowly it keeps sending (env SHARDMERGE__OPS__REQUEST_TIMEOUT_S)",
+    )
+    idle_timeout_s: int = Field(
+        30,
+        ge=1,
+        description="a connection kept open between requests is closed after this many "
+        "seconds without one (env SHARDMERGE__OPS__IDLE_TIMEOUT_S)",
+    )
+    max_connections: int = Field(
+        256,
+        ge=1,
+        description="open connections at most; more wait in the kernel's queue until one "
+        "closes. An open connection costs a file descriptor and no thread; at most half of "
+        "the process's open-file limit is used (env SHARDMERGE__OPS__MAX_CONNECTIONS)",
+    )
+    max_connections_per_peer: int = Field(
+        32,
+        ge=1,
+        description="open connections from one remote address at most; a further one is "
+        "closed at once. Loopback peers are not counted: every local process shares "
+        "127.0.0.1 (env SHARDMERGE__OPS__MAX_CONNECTIONS_PER_PEER)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -259,6 +289,16 @@ class OpsSettings(_Frozen):
             raise ValueError(
                 f"bind {self.bind!r} is not a loopback address: set ops.token "
                 "(SHARDMERGE__OPS__TOKEN), which every request must then carry"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _peer_cap_within_cap(self) -> OpsSettings:
+        if self.max_connections_per_peer > self.max_connections:
+            raise ValueError(
+                f"max_connections_per_peer ({self.max_connections_per_peer}) is above "
+                f"max_connections ({self.max_connections}): one address could take every "
+                "connection"
             )
         return self
 

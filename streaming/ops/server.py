@@ -25,10 +25,12 @@ command without reading the owner's file. Without a configured token the Host he
 name a loopback address (no DNS rebinding). Commands are POST only, with a JSON body; a
 POST from another origin is refused (403); no CORS header is ever sent.
 
-The server is waitress (pure Python): a fixed pool of worker threads, idle connections
-kept on one I/O thread and closed after ``IDLE_TIMEOUT_S``, at most
-``CONNECTION_LIMIT`` open connections, strict request parsing (a malformed request line
-or ``Content-Length`` is answered 400 by waitress and logged here as one line).
+The server is waitress (pure Python, ``streaming/ops/connections.py``): a fixed pool of
+worker threads, open connections kept on one I/O thread, a deadline for each request
+(``ops.request_timeout_s``, however slowly its bytes trickle in), at most
+``ops.max_connections`` open connections and ``ops.max_connections_per_peer`` from one
+remote address, strict request parsing (a malformed request line or ``Content-Length``
+is answered 400 by waitress and logged as one line).
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ import json
 import logging
 import os
 import secrets
-import socket
 import threading
 import time
 import uuid
@@ -51,15 +52,13 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import CollectorRegistry
-from waitress.channel import HTTPChannel
-from waitress.server import create_server
-from waitress.task import ErrorTask
 
 from coordinator.commands import CommandError, OperatorCommand, refusal
 from coordinator.ids import ShardId, TargetId
 from shardmerge.printable import printable
 from streaming.config import LOOPBACK, OpsSettings
 from streaming.local_fs import write_synced
+from streaming.ops.connections import Server, listen
 
 __all__ = ["OpsServer", "command_from_json"]
 
@@ -79,11 +78,6 @@ HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
     "frame-ancestors 'none'; form-action 'none'",
 }
-MAX_BODY = 64 * 1024
-MAX_HEADERS = 16 * 1024
-THREADS = 4
-CONNECTION_LIMIT = 64
-IDLE_TIMEOUT_S = 30
 CACHE_S = 1.0
 
 Answer = tuple[HTTPStatus, str, bytes]
@@ -138,51 +132,12 @@ def _write_secret(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
-class _Refused(ErrorTask):
-    """waitress's answer to a request it cannot parse (400, 413, 431...), logged once."""
-
-    def execute(self) -> None:
-        request: Any = self.request
-        error: Any = request.error  # a waitress.utilities.Error: code, reason, body
-        peer = self.channel.addr[0] if self.channel.addr else "?"
-        log.warning(
-            "ops: refused a malformed request from %s: %s %s (%s)",
-            peer,
-            error.code,
-            error.reason,
-            printable(error.body),
-        )
-        super().execute()
-
-
-class _Channel(HTTPChannel):
-    error_task_class = _Refused
-
-
-def _listen(bind: str, port: int) -> socket.socket:
-    """A listening socket on ``bind`` (an IPv4 or IPv6 address, or a name)."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        bind, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
 class OpsServer:
     def __init__(self, settings: OpsSettings, views: Any, registry: CollectorRegistry) -> None:
         self.settings = settings
         self.views = views
         self.registry = registry
-        sock = _listen(settings.bind, settings.port)
+        sock = listen(settings.bind, settings.port)
         self.address: tuple[str, int] = tuple(sock.getsockname()[:2])
         configured = settings.token.get_secret_value() if settings.token else ""
         self.generated = not configured
@@ -205,20 +160,7 @@ class OpsServer:
         self.token = token.encode()
         self._cache: dict[str, tuple[float, Answer]] = {}
         self._cache_lock = threading.Lock()
-        self.httpd = create_server(
-            self.app,
-            sockets=[sock],
-            threads=THREADS,
-            connection_limit=CONNECTION_LIMIT,
-            channel_timeout=IDLE_TIMEOUT_S,
-            cleanup_interval=max(1, IDLE_TIMEOUT_S // 2),
-            max_request_body_size=MAX_BODY,
-            max_request_header_size=MAX_HEADERS,
-            expose_tracebacks=False,
-            ident="shardmerge",
-            asyncore_use_poll=True,
-        )
-        self.httpd.channel_class = _Channel  # type: ignore[union-attr]  # one socket
+        self.httpd = Server(self.app, sock, settings)
         self._thread = threading.Thread(
             target=self.httpd.run, name="shardmerge-ops-http", daemon=True
         )

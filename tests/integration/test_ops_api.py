@@ -24,9 +24,10 @@ from coordinator.commands import CommandError
 from schemas import parse_create_table
 from streaming.batch import _lock_json, _wait_json
 from streaming.config import ConfigError, Settings, load_settings
+from streaming.ops.connections import MAX_BODY, THREADS
 from streaming.ops.metrics import progress_time, registry_for
 from streaming.ops.observer import BatchObserver, ddl_kind
-from streaming.ops.server import MAX_BODY, THREADS, OpsServer, command_from_json
+from streaming.ops.server import OpsServer, command_from_json
 from streaming.ops.views import Views, lag_by_partition
 from streaming.state_store import StateStore
 
