@@ -42,7 +42,7 @@ def main() -> int:
     from streaming.spark_session import build_spark
 
     work = Path(tempfile.mkdtemp(prefix="shardmerge-fastcheck-"))
-    as_built = writer.WriteStep.fast_targets
+    as_built = writer.Writer.fast_targets
 
     def never(self: Any, planner: Any, plan: Any) -> set[Any]:
         return set()
@@ -54,7 +54,7 @@ def main() -> int:
             tables = {}
             fast_writes = 0
             for name, rule in (("fast path on", as_built), ("fast path off", never)):
-                writer.WriteStep.fast_targets = rule  # type: ignore[method-assign]
+                writer.Writer.fast_targets = rule  # type: ignore[method-assign]
                 s = settings(broker.bootstrap, "bench", work / name.replace(" ", "-"),
                              args.mode, args.max_offsets)  # fmt: skip
                 secs, processor = run_job(spark, s)
@@ -69,7 +69,7 @@ def main() -> int:
             print(f"rows only with the fast path: {only_on}; only without it: {only_off}")
             spark.stop()
     finally:
-        writer.WriteStep.fast_targets = as_built  # type: ignore[method-assign]
+        writer.Writer.fast_targets = as_built  # type: ignore[method-assign]
         shutil.rmtree(work, ignore_errors=True)
     if only_on or only_off:
         print("DIFFERENT: the fast path wrote other rows than the exact path")

@@ -139,9 +139,9 @@ def plain_merge(
     from streaming.rows import merge_source, project_actions
 
     schema = parse_create_table(final_sql)
-    sink = DeltaSink(spark, "shardmerge-bench-plain")
     path = str(work / "plain")
-    sink.create(path, schema)
+    sink = DeltaSink(spark, "shardmerge-bench-plain", lambda target: path)
+    sink.create_at(path, schema)
     started = time.time()
     df = read_all(spark, bootstrap, source)
     events, _ = decode(df, "debezium")
@@ -150,7 +150,7 @@ def plain_merge(
         F.expr("named_struct('f', pos_file, 'p', pos, 'r', pos_row, 't', ts_ms, 'o', offset)"),
     )
     projected = project_actions(rows, schema, Extract(), project_all=True)
-    sink.merge(path, merge_source(projected, schema), ["id"], list(schema.column_names()), 1)
+    sink.merge_at(path, merge_source(projected, schema), ["id"], list(schema.column_names()), 1)
     n = rows.count()
     return n, time.time() - started
 
@@ -174,7 +174,7 @@ def plain_stream(
 
     schema = parse_create_table(final_sql)
     path = s.sink.path + ("/plain_summary" if summary else "/plain_stream")
-    DeltaSink(spark, "shardmerge-bench-plain-stream").create(path, schema)
+    DeltaSink(spark, "shardmerge-bench-plain-stream", lambda target: path).create_at(path, schema)
     seen = {"rows": 0, "batches": 0}
 
     def batch(df: Any, batch_id: int) -> None:
@@ -189,7 +189,7 @@ def plain_stream(
                 F.min("_okey"), F.count(F.lit(1))
             ).collect()
         projected = project_actions(rows, schema, Extract(), project_all=True)
-        DeltaSink(df.sparkSession, "shardmerge-bench-plain-stream").merge(
+        DeltaSink(df.sparkSession, "shardmerge-bench-plain-stream", lambda t: path).merge_at(
             path, merge_source(projected, schema), ["id"], list(schema.column_names()),
             batch_id + 1,
         )  # fmt: skip

@@ -53,9 +53,11 @@ __all__ = [
     "decision_to_json",
 ]
 
-Kind = Literal["register", "ddl", "await", "shadow", "prints", "stop", "command", "join"]
+Kind = Literal[
+    "register", "ddl", "await", "ahead", "shadow", "prints", "stop", "command", "join"
+]  # fmt: skip
 KINDS: tuple[Kind, ...] = (
-    "register", "ddl", "await", "shadow", "prints", "stop", "command", "join",
+    "register", "ddl", "await", "ahead", "shadow", "prints", "stop", "command", "join",
 )  # fmt: skip
 
 
@@ -75,7 +77,11 @@ class Record:
     - ``ddl``: ``{"shard", "sql", "position", "origin", "channel"}``: one control event,
       in the job's order (``Coordinator.resent`` then ``on_ddl``);
     - ``await``: ``{"shard", "position", "reason"}``: rows of the shard ahead of a DDL not
-      yet received (``Coordinator.await_ddl``);
+      yet received, found while deciding (``Coordinator.await_ddl``);
+    - ``ahead``: the same body: rows ahead of a DDL found by the write step, after the
+      batch's fold and gate; the batch that appends it does not fold it (its rows were
+      planned), and no batch's fold stops before it (:func:`batch_records`): its job's
+      next batch folds it at its place, as every other job does;
     - ``shadow``: ``{"shard", "seen"}``: the row schemas an online-DDL shadow table's rows
       carried, ``[[position, text], ...]`` (``Coordinator.shadow_rows``);
     - ``prints``: ``{"shard", "seen"}``: the schema fingerprints the shard's rows carried,
@@ -162,7 +168,9 @@ def batch_records(
     A batch run again finds its earlier run's records in the log and folds each where it
     appends it again, so it decides as that run did at each of them. It does not stop
     before a record it will not append again, or it would stop there for good: its
-    ``join`` (appended only while a member has not joined; it folds to nothing), and the
+    ``join`` (appended only while a member has not joined; it folds to nothing), its
+    ``ahead`` records (appended after its fold and gate, never folded by the batch that
+    appends them), and the
     records numbered in ``passed`` (an earlier run's records that a later run did not
     append again; its gate notes them). After its last record the batch folds on to the
     log's end, so a batch run again after the group went on without it plans at the
@@ -170,7 +178,7 @@ def batch_records(
     out = []
     for n, r in records:
         if (mine_until is not None and r.job == job and n > mine_until
-                and r.kind != "join" and n not in passed):  # fmt: skip
+                and r.kind not in ("join", "ahead") and n not in passed):  # fmt: skip
             break
         out.append((n, r))
     return out
@@ -261,7 +269,7 @@ class Replica:
         position: Position = body.get("position")
         if record.kind == "register":
             return c.register(shard, parse_create_table(str(body["create"])), position)
-        if record.kind == "await":
+        if record.kind in ("await", "ahead"):
             return c.await_ddl(shard, position, str(body.get("reason", "")))
         if record.kind == "shadow":
             c.shadow_rows(shard, [(p, str(text)) for p, text in body["seen"]])

@@ -13,7 +13,7 @@ its checkpoint commit comes after us). This module runs them, in ``_Batch._run``
 4. control events and per-shard facts: ``streaming.control.in_global_order``,
    :func:`first_rows`, the caught-up check (``streaming.caught_up``);
 5. decide: ``_Batch.control``, ``_Batch.decided``; the row plan (``streaming.plan``);
-6. write: ``streaming.writer.WriteStep``;
+6. write: ``streaming.writer.Writer``;
 7. persist: ``StateStore.save``.
 
 The write slots of every Delta write are taken from one ledger, ``streaming.slots``.
@@ -21,23 +21,19 @@ The write slots of every Delta write are taken from one ledger, ``streaming.slot
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from coordinator.coordinator import Coordinator, UnknownShardError, WaitView
-from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Release, Rename
-from coordinator.fingerprints import fingerprints_change
-from coordinator.group import Folded, Record, Replica
+from coordinator.coordinator import Coordinator, WaitView
+from coordinator.decisions import Release
 from coordinator.ids import ShardId, TargetId
 from coordinator.moves import MoveCommand
-from coordinator.routing import TableKind
 from coordinator.state import restore, snapshot
 from coordinator.target import ConflictError
 from shardmerge.errors import ShardMergeError
@@ -59,12 +55,12 @@ from streaming.control import (
     touched,
     upstream_origin,
 )
+from streaming.coordination import Coordination, Solo, Statement
 from streaming.decode import split
 from streaming.delta_sink import DeltaSink
 from streaming.epochs import Epochs
 from streaming.executor import Executor
 from streaming.faults import crash_point
-from streaming.group import GroupMember
 from streaming.hadoop_fs import join
 from streaming.local_frame import local_frame
 from streaming.moving import MOVE_WAIT, MoveKeeper
@@ -76,7 +72,7 @@ from streaming.slots import Slots
 from streaming.stash import Stash, append
 from streaming.state_store import StateStore, command_of
 from streaming.topic_ids import TopicIds
-from streaming.writer import WriteStep
+from streaming.writer import Writer
 
 __all__ = ["BatchProcessor", "Stats"]
 
@@ -109,7 +105,7 @@ class Stats:
     decode_seconds: float = 0.0
     decide_seconds: float = 0.0
     plan_seconds: float = 0.0
-    # Targets written by the fast path (streaming.writer.WriteStep.fast_targets).
+    # Targets written by the fast path (streaming.writer.Writer.fast_targets).
     fast_path: int = 0
     # What Delta reports the batch did to each target table: rows inserted, updated and
     # deleted by the MERGE, and deleted by a TRUNCATE's DELETE ("truncated").
@@ -126,7 +122,14 @@ class Stats:
 class BatchProcessor:
     """The ``foreachBatch`` function of the job (its steps: coordinator/PROTOCOL.md)."""
 
-    def __init__(self, spark: SparkSession, settings: Settings) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        settings: Settings,
+        coordination: Callable[[BatchProcessor], Coordination] | None = None,
+    ) -> None:
+        """``coordination``: the job's coordination, made for this processor
+        (``streaming.job`` picks a group member's; :class:`Solo` when none is given)."""
         check_session(spark.conf.get)
         self.spark = spark
         self.settings = settings
@@ -141,14 +144,19 @@ class BatchProcessor:
         self.topic_ids = TopicIds(spark, settings)
         # One run writes per checkpoint: a newer run's epoch stops this one (step 1).
         self.epochs = Epochs.claim(settings.checkpoint, spark, app_id=self.app_id)
-        # One of several jobs writing the same targets (streaming.group).
-        self.group: GroupMember | None = None
-        self.saved_group: dict[str, Any] | None = None
-        if settings.coordination is not None:
-            from streaming.group import Ticker
-
-            self.group = GroupMember(spark, settings, self.app_id)
-            self.group.start(Ticker(spark, settings))
+        # Alone, or one of several jobs writing the same targets (streaming.coordination).
+        self.saved: dict[str, Any] | None = None  # the state the batch restored
+        if coordination is None:
+            if settings.coordination is not None:
+                raise ShardMergeError(
+                    "the settings name a group (coordination), but no group coordination "
+                    "was given to the batch processor (streaming.job picks it)"
+                )
+            self.co: Coordination = Solo(self.coordinator_from)
+        else:
+            self.co = coordination(self)
+        # The group member, for the ops views and the job's stop (None alone).
+        self.group: Any = self.co.member
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         _Batch(self, df, batch_id).run()
@@ -156,9 +164,7 @@ class BatchProcessor:
     def restore(self, batch: int) -> tuple[Coordinator, set[str], dict[str, str], MoveKeeper]:
         """The coordinator, the operator commands applied, the Kafka topic ids
         (streaming.topic_ids) and the moves saved by the batch before ``batch``."""
-        data = self.store.load_before(batch)
-        # a group member's replica, beside the coordinator (Replica.meta)
-        self.saved_group = None if data is None else data.get("group")
+        data = self.saved = self.store.load_before(batch)
         configs, default = self.settings.target_configs(), self.settings.default_config()
         moves = [m.move() for m in self.settings.moves]
         if data is None:
@@ -174,13 +180,14 @@ class BatchProcessor:
         return restore(saved, self.router, configs, default)
 
 
-class _Batch(WriteStep):
+class _Batch:
     def __init__(self, p: BatchProcessor, df: DataFrame, batch_id: int) -> None:
         self.p = p
         # foreachBatch hands a DataFrame of a cloned session: temp views, SQL and the
         # transaction confs must all use that session.
         self.spark = df.sparkSession
-        self.sink = DeltaSink(self.spark, p.app_id, shared=p.group is not None)
+        self.co = p.co
+        self.sink = DeltaSink(self.spark, p.app_id, p.settings.table_path, shared=self.co.shared)
         self.stash = Stash(self.spark, p.stash_path, p.app_id)
         self.df = df
         self.parsed: list[DataFrame] = []  # persisted parses of the batch (step 3)
@@ -192,13 +199,16 @@ class _Batch(WriteStep):
         self.caught: list[SourceSettings] = []  # sources caught up: streaming.caught_up
         # upstream source ids (Debezium's server name) whose rows came from caught sources
         self.caught_sources: set[str] = set()
-        self.group = p.group
-        self.replica: Replica | None = None
+
+    @property
+    def c(self) -> Coordinator:
+        """The coordinator the batch plans with (its coordination's)."""
+        c: Coordinator = self.co.c
+        return c
 
     def run(self) -> None:
         started = time.monotonic()
-        if self.group is not None:
-            self.group.begin()  # one batch at a time, and only while this member's lease holds
+        self.co.begin()
         done = False
         try:
             self._run(started)
@@ -207,12 +217,8 @@ class _Batch(WriteStep):
             self.p.store.save_failure(self.state_json({"error": str(e)}))
             raise
         finally:
-            self.spark.sparkContext.setJobDescription(None)
-            if self.group is not None:
-                if done and self.replica is not None:
-                    self.group.finish(self.replica, self.batch)
-                else:
-                    self.group.abort()
+            self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]  # clears it
+            self.co.end(self.batch, done)
 
     def state_json(self, extra: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -222,66 +228,29 @@ class _Batch(WriteStep):
             "locks": self.moves.locks([_lock_json(v) for v in self.c.locks()]),
             "waiting": [_wait_json(w) for w in self.c.waiting()],
             **({"moves": self.moves.to_json()} if self.moves else {}),
-            **({"group": self.group_json()} if self.replica is not None else {}),
+            **self.co.saved(),
             **extra,
         }
-
-    def group_json(self) -> dict[str, Any]:
-        """The replica as saved beside the coordinator (its coordinator is that one)."""
-        assert self.replica is not None
-        return self.replica.meta()
-
-    # --- a group member's coordinator (streaming.group) --------------------------------------
-
-    def tell(
-        self, kind: Any, shard: ShardId | None, key: str, body: dict[str, Any]
-    ) -> Folded | None:
-        """What this job would tell its coordinator, appended to the group log as a
-        record (its id: ``key``, which a re-run batch gives again), then the log folded
-        up to it: the others' records before it first, each decision about this job's
-        shards executed (G2, G3). The fold of the record itself, if it was folded now."""
-        assert self.group is not None and self.replica is not None
-        about = {} if shard is None else {"shard": str(shard)}
-        record = Record(f"{self.group.member}:{key}", self.group.member, kind,
-                        {**about, **body})  # fmt: skip
-        seq = self.group.append(record)
-        self.stats.group_records += 1
-        folded = self.fold(seq)
-        return next((f for f in folded if f.seq == seq), None)
-
-    def fold(self, mine_until: int) -> list[Folded]:
-        """Fold the group log (up to this job's next record above ``mine_until``) and
-        execute the decisions about this job's shards."""
-        assert self.group is not None and self.replica is not None
-        folded = self.group.fold(self.replica, mine_until)
-        self.c = self.ex.c = self.replica.coordinator
-        for f in folded:
-            if f.refused and f.record.job == self.group.member:
-                log.error("batch %s: group log record %s not taken: %s", self.batch,
-                          f.record.id, f.refused)  # fmt: skip
-            self.ex.run(self.own(f.decisions))
-        return folded
-
-    def own(self, decisions: tuple[Decision, ...] | list[Decision]) -> list[Decision]:
-        """The decisions this job executes: those about its own shards (the owner runs
-        the downstream changes, streaming.group)."""
-        if self.replica is None:
-            return list(decisions)
-        mine = self.group.member if self.group else ""
-        owners = self.replica.owners
-        out: list[Decision] = []
-        for d in decisions:
-            if isinstance(d, CreateTarget | ApplyDDL):
-                continue
-            shard = d.new if isinstance(d, Rename) else d.shard
-            if owners.get(shard, mine) == mine:
-                out.append(d)
-        return out
 
     def step(self, name: str) -> None:
         """Tag the Spark jobs that follow with the batch and protocol step, so that Spark's
         UI and event log attribute every job of a batch to the step that ran it."""
         self.spark.sparkContext.setJobDescription(f"shardmerge batch {self.batch}: {name}")
+
+    def write(self, rows: DataFrame, planner: Planner) -> None:
+        """Step 6 (``streaming.writer``): its outcome's counts are the batch's."""
+        out = Writer(
+            self.spark, self.co, self.ex, self.sink, self.stash, self.p.settings, self.p.app_id,
+            self.slots, self.batch, self.events, self.dead, self.caught, self.first, self.reread,
+        ).write(rows, planner)  # fmt: skip
+        st = self.stats
+        st.events, st.written, st.held = out.events, out.written, out.held
+        st.dropped, st.replayed, st.fast_path = out.dropped, out.replayed, out.fast_path
+        st.plan_seconds = round(st.plan_seconds + out.plan_seconds, 3)
+        for target, done in out.target_rows.items():
+            counts = st.target_rows.setdefault(target, {})
+            for action, n in done.items():
+                counts[action] = counts.get(action, 0) + n
 
     def next_version(self, what: str = "write") -> int:
         return self.slots.take(what)
@@ -316,25 +285,16 @@ class _Batch(WriteStep):
         self.step("restore")
         # 1. restore (a newer run of the job on this checkpoint stops this one first)
         self.p.epochs.check()
-        self.c, applied, saved_ids, self.moves = self.p.restore(self.batch)
+        c, applied, saved_ids, self.moves = self.p.restore(self.batch)
         # The batch's offsets as Spark logged them (read once: the topic ids and the
         # caught-up check both use them).
         self.logged = offsets_log(self.spark, join(self.p.settings.checkpoint, "spark"), self.batch)
         # A topic deleted and recreated since it was read stops the batch before any write.
         self.topic_ids = self.p.topic_ids.check(self.batch, saved_ids, self.logged)
         obs.lap("restore")
-        schemas = self.c.downstream_schemas()
-        self.ex = Executor(
-            self.c, self.sink, self.p.settings, self.slots, schemas, stash=self.stash
-        )
-        if self.group is not None:
-            # The group log's records since the saved batch (the others', and this job's
-            # own only when this batch appends them again: streaming.group.fold).
-            saved = self.p.saved_group
-            self.replica = (
-                Replica(self.c) if saved is None else Replica.with_coordinator(self.c, saved)
-            )
-            self.fold(self.replica.seq)
+        schemas = c.downstream_schemas()
+        self.ex = Executor(c, self.sink, self.p.settings, self.slots, schemas, stash=self.stash)
+        self.co.start(c, self.ex, self.p.saved)
         commands = self.p.store.intent(self.batch, applied)
         # 2. operator commands
         for cmd in commands:
@@ -342,26 +302,19 @@ class _Batch(WriteStep):
             # does not parse, a strict target's conflict, words that do not split) is a
             # recorded command error, and the coordinator is as before it: the batch goes
             # on. Only the sink work of a command it took can fail the batch.
-            before = snapshot(self.c)
+            mark = self.co.mark()
             moves_before = self.moves.to_json()
             try:
                 command = command_of(cmd)
-                decisions: list[Decision] = []
                 if isinstance(command, MoveCommand):
                     self.moves.command(command, self)
-                elif self.group is not None:
-                    # The whole group takes it, at its place in the log (G2).
-                    self.group_command(cmd["id"], command)
                 else:
-                    decisions = self.c.command(command)
+                    self.co.command(cmd["id"], command)
             except (ShardMergeError, ValueError) as e:
-                if self.replica is None:  # a group's replica restores itself (its fold)
-                    self.c = self.ex.c = self.p.coordinator_from(before)
+                self.co.rollback(mark)
                 self.moves = self.moves.restored(moves_before)
                 self.stats.command_errors.append(f"{cmd['words']}: {e}")
                 log.error("operator command %r refused: %s", cmd["words"], e)
-            else:
-                self.ex.run(decisions)
             applied.add(cmd["id"])
         obs.lap("commands")
         self.step("read and decode")
@@ -400,17 +353,14 @@ class _Batch(WriteStep):
             decide_start = time.monotonic()
             self.step("decide")
             # 5. decide
-            if self.group is not None and self.group.missing():
-                self.join_group(controls)
+            # A group member that has not joined its group joins (the tables this batch
+            # creates first); alone, nothing.
+            self.co.join([_statement(r) for r in controls if r["op"] == "ddl"], self.spark)
             planner = Planner(self.c)
             # The row schemas of online-DDL shadow tables, for a cut-over in this batch or
             # a later one whose shadow's CREATE was never read.
             for shard, seen in sorted(first.shadows.items(), key=lambda kv: str(kv[0])):
-                if self.replica is None:
-                    self.c.shadow_rows(shard, seen)
-                elif self.p.router.kind(shard) is TableKind.SHADOW:
-                    self.tell("shadow", shard, f"shadow:{shard}:{_key(seen)}",
-                              {"seen": [list(x) for x in seen]})  # fmt: skip
+                self.co.shadow(shard, seen)
             if self.moves:
                 self.moves.settle(self, planner)  # an abort's deferred statements
             for j, r in enumerate(controls):
@@ -429,11 +379,9 @@ class _Batch(WriteStep):
                     raise
                 crash_point("after_ddl")
             self.decided(planner, shards, prints)
-            if self.group is not None and self.replica is not None:
-                # G4: write only once every target has the version this fold decided.
-                self.step("group gate")
-                self.stats.gate_seconds = round(self.group.gate(self.replica, self.spark), 3)
-                self.ex.schemas.update(self.c.downstream_schemas())
+            # G4: write only once every target has the version the decisions say.
+            self.step("gate")
+            self.stats.gate_seconds = round(self.co.gate(self.spark), 3)
             self.stats.ddl = sum(r["op"] in ("ddl", "t") for r in controls)
             self.stats.decide_seconds = round(time.monotonic() - decide_start, 3)
             obs.lap("decide")
@@ -441,6 +389,7 @@ class _Batch(WriteStep):
             # 6. write
             self.write(rows, planner)
             self.stats.events += len(controls)
+            self.stats.group_records = self.co.records
         finally:
             self.unpersist_parsed()
         obs.lap("write")
@@ -522,73 +471,25 @@ class _Batch(WriteStep):
     def control(self, r: Any, planner: Planner, taken: bool = False) -> None:
         """One control event through the coordinator; its decisions to the executor.
         ``taken``: a move kept it and hands it on now (streaming.moving)."""
-        shard = ShardId(r["source"], r["db"], r["tbl"])
-        position = position_of(r)
-        sql = control_sql(r)
-        origin = upstream_origin(r)
-        channel = f"{r['topic']}[{r['partition']}]"
-        if self.moves and not taken and self.moves.take(as_dict(r), position, self):
+        s = _statement(r)
+        if self.moves and not taken and self.moves.take(as_dict(r), s.position, self):
             return  # a move's: recorded, queued, deferred or waiting (streaming.moving)
-        if self.replica is not None:
-            self.group_ddl(r, planner)
-            return
-        if self.c.resent(shard, sql, origin, channel):
+        # A statement that creates, renames or drops tables changes which rows are whose:
+        # the rows of the tables it names up to it keep the plan from before it.
+        cut = table_level(r)
+        segs = planner.cut(touched(r, self.c.registered()), s.position) if cut else []
+        taken_now = self.co.ddl(s)
+        if taken_now.resent:
             # The rows sent again with it are older than its shard's last DDL: they are
             # written under the plan of their own position, like any late row.
             log.warning(
                 "batch %s: %s taken already at %s, sent again (%s@%s): not run twice: %s",
-                self.batch, shard, origin, channel, r["offset"], sql,
+                self.batch, s.shard, s.origin, s.channel, r["offset"], s.sql,
             )  # fmt: skip
             self.stats.resent_ddl += 1
-            return
-        # A statement that creates, renames or drops tables changes which rows are whose:
-        # the rows of the tables it names up to it keep the plan from before it.
-        cut = table_level(r)
-        segs = planner.cut(touched(r, self.c.registered()), position) if cut else []
-        try:
-            decisions = self.c.on_ddl(shard, sql, position, origin, channel)
-        except UnknownShardError as e:
-            self.dead.append((r["topic"], r["partition"], r["offset"], str(e)))
-            planner.close(segs, [])
-            return
-        planner.close(segs, decisions)
-        self.ex.run(decisions)
-
-    def group_ddl(self, r: Any, planner: Planner) -> None:
-        """A control event of a group member: a ``ddl`` record, folded in log order."""
-        position = position_of(r)
-        cut = table_level(r)
-        segs = planner.cut(touched(r, self.c.registered()), position) if cut else []
-        mine = self.tell("ddl", *_ddl_record(r))
-        if mine is not None and mine.refused:
-            self.dead.append((r["topic"], r["partition"], r["offset"], mine.refused))
-        planner.close(segs, self.own(mine.decisions) if mine is not None else [])
-
-    def join_group(self, controls: list[Any]) -> None:
-        """Before this member's first DDL record: the tables this batch creates (each
-        shard's first CREATE TABLE) go to the log, then its ``join`` record, and the
-        batch waits until every member joined (streaming.group.GroupMember.join)."""
-        assert self.group is not None
-        for r in controls:
-            if r["op"] != "ddl":
-                continue
-            shard = ShardId(r["source"], r["db"], r["tbl"])
-            sql = control_sql(r)
-            if not _CREATE_TABLE.match(sql) or self.c.shard_state(shard) is not None:
-                continue
-            if self.p.router.route(shard) is None:
-                continue
-            self.tell("ddl", *_ddl_record(r))
-        waited = self.group.join(self.spark)
-        log.info("batch %s: every member of the group joined (waited %.1f s)", self.batch, waited)
-        # the others' records up to this member's join (its own later ones keep their place)
-        self.fold(self.group.ids[f"{self.group.member}:join"])
-
-    def group_command(self, cid: str, command: Any) -> None:
-        """An operator command given to this job: the group's, through the log."""
-        folded = self.tell("command", None, f"command:{cid}", {"command": command.to_json()})
-        if folded is not None and folded.refused:
-            raise ValueError(folded.refused)
+        if taken_now.refused is not None:
+            self.dead.append((r["topic"], r["partition"], r["offset"], taken_now.refused))
+        planner.close(segs, taken_now.decisions)
 
     def decided(
         self,
@@ -600,11 +501,7 @@ class _Batch(WriteStep):
         # its last DDL is ahead of a DDL not yet received (a type change names no new
         # column): the shard waits from that row on (coordinator.fingerprints).
         for shard, seen in sorted(prints.items(), key=lambda kv: str(kv[0])):
-            if self.replica is None:
-                self.ex.run(self.c.schema_fingerprints(shard, seen))
-            elif fingerprints_change(self.c.shard_state(shard), seen):
-                self.tell("prints", shard, f"prints:{shard}:{_key(seen)}",
-                          {"seen": [list(x) for x in seen]})  # fmt: skip
+            self.co.prints(shard, seen)
         self.stop_waiting()
         released = {d.shard for d in self.ex.work.releases}
         planner.finish(sorted(set(shards) | released, key=str))
@@ -629,10 +526,7 @@ class _Batch(WriteStep):
                 self.batch, w.shard, w.since,
             )  # fmt: skip
             self.stats.ddl_never_came += 1
-            if self.replica is None:
-                self.ex.run(self.c.stop_waiting(w.shard))
-            else:
-                self.tell("stop", w.shard, f"stop:{w.shard}:{_key(w.since)}", {})
+            self.co.stop(w.shard, w.since)
 
     def before(self, rows: DataFrame, rest: list[Any]) -> DataFrame:
         """The rows that come before every control event of ``rest``: positioned before
@@ -661,11 +555,7 @@ class _Batch(WriteStep):
             if seg.closed or seg.plan.route.action != "unknown" or seg.shard not in shards:
                 continue
             first = seg.after if seg.after is not None else shards[seg.shard]
-            if self.replica is None:
-                self.ex.run(self.c.await_ddl(seg.shard, first, ""))
-            else:
-                self.tell("await", seg.shard, f"await:{seg.shard}:{_key(first)}",
-                          {"position": first, "reason": ""})  # fmt: skip
+            self.co.await_ddl(seg.shard, first, "")
             planner.refresh(seg)
 
 
@@ -676,7 +566,7 @@ class KeySet:
     an upsert is ahead of a DDL depends on the columns its image names and on its shard's
     plan, not on its values (``streaming.rows.project_actions``), so the sample, placed at
     the first and at the last position, judges them all where the plan does not change
-    between them (``streaming.writer.WriteStep.fast_targets``)."""
+    between them (``streaming.writer.Writer.fast_targets``)."""
 
     shard: ShardId
     first: Any
@@ -757,20 +647,15 @@ def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:
     return FirstRows(shards, prints, shadows, caught_sources, keysets, twice)
 
 
-_CREATE_TABLE = re.compile(r"^\s*CREATE\s+TABLE\b", re.IGNORECASE)
-
-
-def _ddl_record(r: Any) -> tuple[ShardId, str, dict[str, Any]]:
-    """A control event as a group log ``ddl`` record: its shard, id key and body."""
-    position = position_of(r)
-    body = {"sql": control_sql(r), "position": position, "origin": upstream_origin(r),
-            "channel": f"{r['topic']}[{r['partition']}]"}  # fmt: skip
-    return ShardId(r["source"], r["db"], r["tbl"]), f"ddl:{_key(position)}", body
-
-
-def _key(value: Any) -> str:
-    """A position (or positions) as part of a group record's id."""
-    return json.dumps(value, separators=(",", ":"), default=str)
+def _statement(r: Any) -> Statement:
+    """A control event as its coordination reads it."""
+    return Statement(
+        ShardId(r["source"], r["db"], r["tbl"]),
+        control_sql(r),
+        position_of(r),
+        upstream_origin(r),
+        f"{r['topic']}[{r['partition']}]",
+    )
 
 
 def _repeated(names: tuple[str, ...]) -> str:

@@ -298,12 +298,10 @@ def _kept(r: dict[str, Any]) -> str:
 def _history(args: argparse.Namespace) -> int:
     """The target table's Delta commits, newest first, each downstream change with the
     statement and the shard DDL or operator command that caused it (its userMetadata)."""
-    from delta.tables import DeltaTable
-
     from coordinator.ids import TargetId
     from shardmerge.printable import printable as p
     from streaming.config import load_settings
-    from streaming.delta_sink import delta_table_at
+    from streaming.delta_sink import DeltaSink, delta_table_at
     from streaming.spark_session import session_for_job
 
     settings = load_settings(args.config)
@@ -317,19 +315,7 @@ def _history(args: argparse.Namespace) -> int:
     if not delta_table_at(spark, path):
         print(f"no Delta table for {target} at {p(path)} yet", file=sys.stderr)
         return 2
-    history = DeltaTable.forPath(spark, path).history(args.limit)
-    commits = []
-    for r in history.select("version", "timestamp", "operation", "userMetadata").collect():
-        cause = _cause(r["userMetadata"])
-        commits.append(
-            {
-                "version": r["version"],
-                "timestamp": r["timestamp"].isoformat(),
-                "operation": r["operation"],
-                "cause": cause,
-                "user_metadata": None if cause is not None else r["userMetadata"],
-            }
-        )
+    commits = DeltaSink(spark, "shardmerge-cli", settings.table_path).history(target, args.limit)
     if args.json:
         print(json.dumps({"target": str(target), "path": path, "commits": commits}))
         return 0
@@ -343,19 +329,6 @@ def _history(args: argparse.Namespace) -> int:
             line += f"  (metadata: {p(c['user_metadata'])})"
         print(line)
     return 0
-
-
-def _cause(metadata: str | None) -> dict[str, Any] | None:
-    """shardmerge's cause in a commit's userMetadata; None for a commit without one
-    (another writer's metadata is then shown as it is)."""
-    if not metadata:
-        return None
-    try:
-        value = json.loads(metadata)
-    except ValueError:
-        return None  # not JSON: not ours
-    cause = value.get("shardmerge") if isinstance(value, dict) else None
-    return cause if isinstance(cause, dict) else None
 
 
 def add_job_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

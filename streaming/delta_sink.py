@@ -1,4 +1,5 @@
-"""The Delta sink: one Delta table per target, changed only through idempotent steps.
+"""The Delta sink (``streaming.sink.Sink``): one Delta table per target, changed only
+through idempotent steps.
 
 - Tables are created with column mapping (``delta.columnMapping.mode=name``), so RENAME and
   DROP COLUMN work, and with type widening, so INT -> BIGINT and similar MODIFYs work.
@@ -30,6 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from coordinator.decisions import ApplyDDL, CreateTarget
+from coordinator.ids import TargetId
 from schemas.changes import (
     AddColumn,
     ChangeColumn,
@@ -37,10 +39,11 @@ from schemas.changes import (
     ModifyColumn,
     RenameColumn,
 )
-from schemas.model import Column, TableSchema
+from schemas.model import Column, ColumnType, TableSchema
 from shardmerge.errors import ShardMergeError
 from streaming.hadoop_fs import HadoopFs, join
 from streaming.quoting import ident, string, table_at
+from streaming.sink import Match, SinkError
 from streaming.spark_types import delta_type, literal_expr, schema_ddl, widens_in_place
 
 __all__ = [
@@ -49,6 +52,7 @@ __all__ = [
     "SinkError",
     "StorageUnreadable",
     "commit_info",
+    "delete_where",
     "delta_table_at",
     "txn",
     "update",
@@ -60,10 +64,6 @@ COMMIT_INFO_KEY = "spark.databricks.delta.commitInfo.userMetadata"
 
 # Offending values named in a refused rewrite.
 _SAMPLES = 5
-
-
-class SinkError(ShardMergeError):
-    """Delta cannot express a change; the message says what the operator can do."""
 
 
 class StorageUnreadable(ShardMergeError):
@@ -141,9 +141,21 @@ CONFLICTS = [0]  # writes run again after a data conflict, in this process (metr
 
 
 class DeltaSink:
-    def __init__(self, spark: SparkSession, app_id: str, *, shared: bool = False) -> None:
+    """The Sink port on Delta tables (``streaming.sink``). ``locate``: where a target's
+    table is (``Settings.table_path``); ``app_id``: the job's, carried by every write as
+    Delta's transaction app id (its write slots are the transaction versions)."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        app_id: str,
+        locate: Callable[[TargetId], str],
+        *,
+        shared: bool = False,
+    ) -> None:
         self.spark = spark
         self.app_id = app_id  # the checkpoint's: every idempotent write carries it
+        self.locate = locate
         # Several jobs write the table (a group): a write that lost Delta's commit race to
         # another job's, on data only, is run again (its transaction version makes that
         # safe); a change of the table's schema or protocol still fails the batch.
@@ -152,9 +164,59 @@ class DeltaSink:
     def table(self, path: str) -> str:
         return table_at(path)
 
-    def create(self, path: str, schema: TableSchema, decision: CreateTarget | None = None) -> None:
+    # --- the port ---------------------------------------------------------------------------
+
+    def create(self, decision: CreateTarget) -> None:
         """Create the table if it does not exist; its commit records the decision's
         statement and cause (:func:`commit_info`), as an ALTER's does."""
+        self.create_at(self.locate(decision.target), decision.schema, decision)
+
+    def in_place(self, current: ColumnType, wanted: ColumnType) -> bool:
+        """Delta's type widening (``spark_types.widens_in_place``), or no change at all."""
+        have, want = delta_type(current), delta_type(wanted)
+        return _same_type(have, want) or widens_in_place(have, want)
+
+    def last_slot(self, target: TargetId) -> int | None:
+        """The transaction version the table recorded for this job's app id (Delta's
+        ``SetTransaction``), read from the table's latest snapshot."""
+        path = self.locate(target)
+        if not delta_table_at(self.spark, path):
+            return None
+        jvm: Any = self.spark._jvm
+        log_ = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+            self.spark._jsparkSession, jvm.org.apache.hadoop.fs.Path(path)
+        )
+        got = log_.unsafeVolatileSnapshot().transactions().get(self.app_id)
+        return int(got.get()) if got.isDefined() else None
+
+    def history(self, target: TargetId, limit: int) -> list[dict[str, Any]]:
+        """The table's commits, newest first; a downstream change the job made carries its
+        cause (its userMetadata, :func:`commit_info`); other commits' userMetadata, if
+        any, is kept as ``user_metadata``."""
+        path = self.locate(target)
+        if not delta_table_at(self.spark, path):
+            return []
+        rows = DeltaTable.forPath(self.spark, path).history(limit)
+        out = []
+        for r in rows.select("version", "timestamp", "operation", "userMetadata").collect():
+            cause = _cause_of(r["userMetadata"])
+            out.append(
+                {
+                    "version": r["version"],
+                    "timestamp": r["timestamp"].isoformat(),
+                    "operation": r["operation"],
+                    "cause": cause,
+                    "user_metadata": None if cause is not None else r["userMetadata"],
+                }
+            )
+        return out
+
+    # --- Delta tables by path -------------------------------------------------------------
+
+    def create_at(
+        self, path: str, schema: TableSchema, decision: CreateTarget | None = None
+    ) -> None:
+        """:meth:`create` of the table at ``path`` (a benchmark's baseline table, too)."""
         recorded = commit_info(self.spark, self._cause(decision)) if decision else nullcontext()
         with recorded:
             self.spark.sql(
@@ -164,13 +226,15 @@ class DeltaSink:
                 "'delta.enableTypeWidening' = 'true')"
             )
 
-    def columns(self, path: str) -> dict[str, str]:
+    def columns(self, target: TargetId) -> dict[str, str]:
+        return self.columns_at(self.locate(target))
+
+    def columns_at(self, path: str) -> dict[str, str]:
         fields = self.spark.read.format("delta").load(path).schema.fields
         return {f.name.lower(): f.dataType.simpleString().upper() for f in fields}
 
     def alter(
         self,
-        path: str,
         decision: ApplyDDL,
         version: Callable[[], int],
         *,
@@ -186,7 +250,7 @@ class DeltaSink:
         Delta cannot make. Every commit it makes records the statement and its cause
         (:func:`commit_info`)."""
         with commit_info(self.spark, self._cause(decision)):
-            self._alter(path, decision, version, rewrite)
+            self._alter(self.locate(decision.target), decision, version, rewrite)
 
     def _cause(self, decision: ApplyDDL | CreateTarget) -> dict[str, Any]:
         """What a downstream DDL's commit records (``shardmerge history`` shows it)."""
@@ -202,7 +266,7 @@ class DeltaSink:
     ) -> None:
         table = self.table(path)
         for spec in decision.specs:
-            have = self.columns(path)
+            have = self.columns_at(path)
             match spec:
                 case AddColumn(column, position):
                     fill = column.fill_sql()
@@ -258,7 +322,7 @@ class DeltaSink:
 
     def _retype(self, path: str, d: ApplyDDL, column: Column, slot: int, rewrite: bool) -> None:
         name, wanted = column.name, delta_type(column.type)
-        have = self.columns(path)
+        have = self.columns_at(path)
         current = have.get(name.lower())
         if current is None or _same_type(current, wanted):
             return  # nothing to do, or done by an earlier run of this batch
@@ -286,7 +350,7 @@ class DeltaSink:
         rows = self.spark.read.format("delta").load(path)
         cast = F.expr(f"try_cast({ident(name)} AS {wanted})")
         unfit = rows.filter(F.col(ident(name)).isNotNull() & cast.isNull())
-        key = [k for k in d.schema.primary_key if k.lower() in self.columns(path)] or [name]
+        key = [k for k in d.schema.primary_key if k.lower() in self.columns_at(path)] or [name]
         samples = (
             unfit.select(*[F.col(ident(k)) for k in key], F.col(ident(name)))
             .limit(_SAMPLES)
@@ -311,6 +375,11 @@ class DeltaSink:
             out.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
 
     def merge(
+        self, target: TargetId, src: DataFrame, key: list[str], columns: list[str], version: int
+    ) -> dict[str, int]:
+        return self.merge_at(self.locate(target), src, key, columns, version)
+
+    def merge_at(
         self, path: str, src: DataFrame, key: list[str], columns: list[str], version: int
     ) -> dict[str, int]:
         """Upsert/delete the latest action per key (``_action`` 'u' or 'd'). Returns what
@@ -334,7 +403,7 @@ class DeltaSink:
         done = _counts(result)
         return {k: done.get(f"num_{k}_rows", 0) for k in ("inserted", "updated", "deleted")}
 
-    def truncate(self, path: str, matches: list[tuple[tuple[str, str], ...]], version: int) -> int:
+    def truncate(self, target: TargetId, matches: list[Match], version: int) -> int:
         """One DELETE of the rows whose columns equal one of ``matches`` (a TRUNCATE's
         shard by its extract values; an empty match, every row); the rows deleted."""
         if any(not m for m in matches):
@@ -345,14 +414,8 @@ class DeltaSink:
                 "(" + ", ".join(string(v) for _, v in m) + ")" for m in dict.fromkeys(matches)
             )
             where = f"({', '.join(ident(k) for k in columns)}) IN ({values})"
-        return self.delete(path, where, version)
-
-    def delete(self, path: str, where: str, version: int) -> int:
-        """Rows deleted, as Delta reports them (0 when the version was done already)."""
-        sql = f"DELETE FROM {self.table(path)} WHERE {where}"
-        with txn(self.spark, self.app_id, version):
-            result = self.retrying(path, lambda: self.spark.sql(sql))
-        return _counts(result).get("num_affected_rows", 0)
+        path = self.locate(target)
+        return delete_where(self.spark, self.app_id, path, where, version, self.retrying)
 
     def retrying(self, path: str, write: Callable[[], DataFrame]) -> DataFrame:
         """``write``, run again while it loses Delta's commit race to another writer of a
@@ -378,9 +441,9 @@ class DeltaSink:
 
     def rehome(
         self,
-        path: str,
-        match: tuple[tuple[str, str], ...],
-        values: tuple[tuple[str, str], ...],
+        target: TargetId,
+        match: Match,
+        values: Match,
         version: int,
         where: str | None = None,
     ) -> int:
@@ -388,7 +451,24 @@ class DeltaSink:
         condition holds: a split move's keys) take ``values`` (a renamed or moved shard's
         extract values): one UPDATE; the rows changed, as Delta reports them (0 when the
         version was done already)."""
-        return update(self.spark, self.app_id, path, match, values, version, where)
+        return update(self.spark, self.app_id, self.locate(target), match, values, version, where)
+
+
+def delete_where(
+    spark: SparkSession,
+    app_id: str,
+    path: str,
+    where: str,
+    version: int,
+    retrying: Callable[[str, Callable[[], DataFrame]], DataFrame] | None = None,
+) -> int:
+    """``DELETE`` from the Delta table at ``path`` where the Spark SQL condition holds, with
+    transaction ``(app_id, version)``; the rows deleted, as Delta reports them (0 when the
+    version was done already). ``retrying``: a shared table's commit races run again."""
+    sql = f"DELETE FROM {table_at(path)} WHERE {where}"
+    with txn(spark, app_id, version):
+        result = retrying(path, lambda: spark.sql(sql)) if retrying else spark.sql(sql)
+    return _counts(result).get("num_affected_rows", 0)
 
 
 def update(
@@ -443,3 +523,15 @@ def _same_type(current: str, wanted: str) -> bool:
         return aliases.get(t, t).replace(" ", "")
 
     return norm(current) == norm(wanted)
+
+
+def _cause_of(metadata: str | None) -> dict[str, Any] | None:
+    """The cause a commit's userMetadata records (:func:`commit_info`), or None."""
+    if not metadata:
+        return None
+    try:
+        data = json.loads(metadata)
+    except ValueError:
+        return None  # another writer's text: shown as it is
+    cause = data.get("shardmerge") if isinstance(data, dict) else None
+    return cause if isinstance(cause, dict) else None

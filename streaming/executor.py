@@ -27,22 +27,14 @@ from coordinator.decisions import (
 from coordinator.ids import TargetId
 from schemas.model import TableSchema
 from streaming.config import Settings
-from streaming.delta_sink import DeltaSink, SinkError
 from streaming.move_keys import table_predicate
+from streaming.sink import Sink, apply_downstream
 from streaming.slots import Slots
 from streaming.stash import Stash
 
-__all__ = ["Executor", "RowWork", "refusal"]
+__all__ = ["Executor", "RowWork"]
 
 log = logging.getLogger("shardmerge.batch")
-
-
-def refusal(d: ApplyDDL, e: SinkError) -> str:
-    return (
-        f"the downstream cannot run {d.statement!r} ({d.reason}): {e}. Every row of "
-        f"{d.target} waits in the stash meanwhile; once the table is fixed, run "
-        f"`shardmerge unlock {d.target} --retry`"
-    )
 
 
 @dataclass
@@ -65,7 +57,7 @@ class Executor:
     """Runs decisions for one batch; ``slots``: the batch's write slots."""
 
     c: Coordinator
-    sink: DeltaSink
+    sink: Sink
     settings: Settings
     slots: Slots
     # The downstream schemas as executed decisions left them (a refused ALTER does not
@@ -83,30 +75,26 @@ class Executor:
             d = decisions[i]
             i += 1
             match d:
-                case CreateTarget():
-                    self.sink.create(self.settings.table_path(d.target), d.schema, d)
-                    self.schemas[d.target] = d.schema
-                case ApplyDDL():
-                    try:
-                        self.sink.alter(
-                            self.settings.table_path(d.target),
-                            d,
-                            self.slots.taker(f"{d.target}: {d.statement}"),
-                            rewrite=self.settings.target_settings(d.target).rewrite_incompatible,
-                        )
-                    except SinkError as e:
+                case CreateTarget() | ApplyDDL():
+                    # the one door of a downstream change (streaming.sink), as the owner's
+                    rewrite = self.settings.target_settings(d.target).rewrite_incompatible
+                    slots = self.slots.taker(f"{d.target}: {d.statement}")
+                    change = apply_downstream(self.sink, d, slots, rewrite=rewrite)
+                    if not change.applied:
                         # The change waits, with what follows it for this target; the job
                         # goes on and the target's rows wait in the stash (stage conflict).
                         waiting = [x for x in decisions[i - 1 :] if x.target == d.target]
                         decisions = decisions[:i] + [
                             x for x in decisions[i:] if x.target != d.target
                         ]
-                        self.c.refuse(d.target, waiting, refusal(d, e))
+                        assert isinstance(d, ApplyDDL)
+                        self.c.refuse(d.target, waiting, change.advice)
                         self.refused_ddl.append(d.statement)
-                        log.error("target %s: %s", d.target, refusal(d, e))
+                        log.error("target %s: %s", d.target, change.advice)
                         continue
                     self.schemas[d.target] = d.schema
-                    self.downstream_ddl.append(d.statement)
+                    if isinstance(d, ApplyDDL):
+                        self.downstream_ddl.append(d.statement)
                 case Truncate():
                     self.work.truncates.append(d)
                 case Rename():
@@ -156,9 +144,8 @@ class Executor:
             and dict(t.match) == dict(d.match)
         ]
         if before and self.schemas.get(d.target) is not None:
-            path = self.settings.table_path(d.target)
             slot = self.slots.take(f"{d.target}: TRUNCATE before the rename of {d.old}")
-            deleted = self.sink.truncate(path, [t.match for t in before], slot)
+            deleted = self.sink.truncate(d.target, [t.match for t in before], slot)
             self.work.truncated[d.target] = self.work.truncated.get(d.target, 0) + deleted
             log.info(
                 "target %s: %d rows of %s truncated before its rename", d.target, deleted, d.old
@@ -167,9 +154,7 @@ class Executor:
         schema = self.schemas.get(d.target)
         if d.match and schema is not None:
             where = table_predicate(d.keys, schema) if d.keys else None
-            changed = self.sink.rehome(
-                self.settings.table_path(d.target), d.match, d.values, target_slot, where
-            )
+            changed = self.sink.rehome(d.target, d.match, d.values, target_slot, where)
             log.info("target %s: %d rows of %s now under %s", d.target, changed, d.old, d.new)
         # A split's old side keeps its name and its held rows (the moved keys' were
         # discarded: streaming.moving). Rows that a release earlier in this batch replays

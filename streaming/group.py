@@ -469,10 +469,10 @@ class GroupMember:
         views = self.views()
         if not self.owns(views):
             return []
-        from streaming.delta_sink import DeltaSink, SinkError
-        from streaming.executor import refusal
+        from streaming.delta_sink import DeltaSink
+        from streaming.sink import apply_downstream
 
-        sink = DeltaSink(spark, f"shardmerge-group-{self.co.group}")
+        sink = DeltaSink(spark, f"shardmerge-group-{self.co.group}", self.settings.table_path)
         ran: list[str] = []
         waiting = []
         for target in sorted(replica.versions, key=str):
@@ -493,7 +493,6 @@ class GroupMember:
                     )
                     break
                 d = decision_from_json(published["decision"])
-                path = self.settings.table_path(target)
                 crash_point("group_before_alter")
                 n, holder = self.term()
                 holder = holder or {}
@@ -502,7 +501,7 @@ class GroupMember:
                     log.warning("group %s: %s v%d left to %s, who holds term %d now",
                                 self.co.group, target, want, holder.get("member"), n)  # fmt: skip
                     break
-                stale = None if isinstance(d, CreateTarget) else self.stale(sink, path, d, want)
+                stale = None if isinstance(d, CreateTarget) else self.stale(sink, d, want)
                 # Still this member's lease right before the change: a pause between the
                 # checks above and the ALTER would let it run an old change over a newer one.
                 self.check()
@@ -513,18 +512,18 @@ class GroupMember:
                     log.error("group %s: %s v%d not run: %s", self.co.group, target, want, stale)
                     waiting.append(f"{target} v{want}: {stale}")
                     break
-                elif isinstance(d, CreateTarget):
-                    sink.create(path, d.schema, d)
                 else:
+                    # the one door of a downstream change (streaming.sink), as a solo job's
                     rewrite = self.settings.target_settings(target).rewrite_incompatible
-                    try:
-                        sink.alter(path, d, Slots(want).taker(d.statement), rewrite=rewrite)
-                    except SinkError as e:
+                    change = apply_downstream(
+                        sink, d, Slots(want).taker(d.statement), rewrite=rewrite
+                    )
+                    if not change.applied:
                         # The group stays at the version before it: every member's rows of
                         # the target wait in their gates; the operator fixes the table.
-                        why = refusal(d, e)
-                        log.error("group %s: target %s: %s", self.co.group, target, why)
-                        waiting.append(f"{target} v{want}: refused downstream: {why}")
+                        log.error("group %s: target %s: %s", self.co.group, target,
+                                  change.advice)  # fmt: skip
+                        waiting.append(f"{target} v{want}: refused downstream: {change.advice}")
                         break
                 # The owner dies here: the table has the version, the group does not know
                 # it; the next owner runs the change again (it finds it done) and records it.
@@ -544,7 +543,7 @@ class GroupMember:
         self.waiting = "; ".join(waiting)
         return ran
 
-    def stale(self, sink: Any, path: str, d: ApplyDDL, version: int) -> str | None:
+    def stale(self, sink: Any, d: ApplyDDL, version: int) -> str | None:
         """Whether the table is where change ``version`` starts from: None (run it),
         ``"done"`` (the table has it already: an owner ran it and died before recording
         it), or why neither (an owner that stopped past its lease must not run an old
@@ -556,7 +555,7 @@ class GroupMember:
             return f"the decision of version {version - 1} is not in the group store"
         old = {c.name.lower() for c in decision_from_json(before["decision"]).schema.columns}
         new = {c.name.lower() for c in d.schema.columns}
-        have = set(sink.columns(path))
+        have = set(sink.columns(d.target))
         gone, added = old - new, new - old
         if gone <= have and not (added & have):
             return None

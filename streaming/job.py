@@ -22,6 +22,7 @@ from shardmerge.printable import setup_logging
 from streaming.batch import BatchProcessor
 from streaming.caught_up import offsets_log, schema_topic_regex
 from streaming.config import Settings, SourceSettings, anchored, load_settings
+from streaming.coordination import Coordination, Solo
 from streaming.decode import parse
 from streaming.hadoop_fs import join
 
@@ -224,6 +225,19 @@ def _kafka(
     return reader.load().withColumn("__fmt", F.lit(source.format))
 
 
+def coordination_of(p: BatchProcessor) -> Coordination:
+    """The job's coordination (streaming.coordination): alone, its own coordinator; with
+    ``coordination`` settings, a member of its group (its heartbeat and ticks start now)."""
+    if p.settings.coordination is None:
+        return Solo(p.coordinator_from)
+    from streaming.group import GroupMember, Ticker
+    from streaming.group_coordination import GroupCoordination
+
+    member = GroupMember(p.spark, p.settings, p.app_id)
+    member.start(Ticker(p.spark, p.settings))
+    return GroupCoordination(member, p.router)
+
+
 def check_runnable(settings: Settings) -> None:
     """Refuse settings the streaming job would not honour: a shard split by several moves
     at once (the pure core and the memory engine run that; the job tells a row's key apart
@@ -248,7 +262,7 @@ def build_query(
     processor: BatchProcessor | None = None,
 ) -> tuple[StreamingQuery, BatchProcessor]:
     check_runnable(settings)
-    processor = processor or BatchProcessor(spark, settings)
+    processor = processor or BatchProcessor(spark, settings, coordination_of)
     layout = processor.caught_up.layout = source_layout(spark, settings)
     every = settings.stash_maintenance_every
 

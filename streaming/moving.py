@@ -77,8 +77,10 @@ MOVE_WAIT = -4
 class Host(Protocol):
     """What the keeper uses of the batch (``streaming.batch._Batch``)."""
 
-    c: Coordinator
     batch: int
+
+    @property
+    def c(self) -> Coordinator: ...
 
     def run_decisions(self, decisions: list[Decision]) -> None: ...
 

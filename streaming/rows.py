@@ -88,7 +88,7 @@ def project_actions(
     shard's last ALTER that does not fit its own shard's columns is ahead of a DDL too, and
     a row without its key is a dead letter (``streaming.row_fit``). ``judged``: the
     caller already knows that no row is ahead of a DDL (the fast path judged every shard's
-    sets of named columns, ``streaming.writer.WriteStep.fast_targets``), so ``_reason`` is
+    sets of named columns, ``streaming.writer.Writer.fast_targets``), so ``_reason`` is
     NULL and the per-row checks behind it (the shard columns' join included) are left
     out."""
     extra = {

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from coordinator.ids import Position, ShardId
 from streaming.contract import EVENT_SCHEMA
 from streaming.control import ORDER_KEY, okey_sql
-from streaming.delta_sink import DeltaSink, delta_table_at, equal_to, txn, update
+from streaming.delta_sink import delete_where, delta_table_at, equal_to, txn, update
 from streaming.faults import raise_point
 from streaming.quoting import ident, table_at
 
@@ -137,7 +137,7 @@ class Stash:
         match = (("target", target), ("source", shard.source), ("db", shard.db),
                  ("tbl", shard.table))  # fmt: skip
         where = f"{equal_to(match)} AND version = {int(kept)} AND batch < {int(batch)}"
-        return DeltaSink(self.spark, self.app_id).delete(self.path, where, version)
+        return delete_where(self.spark, self.app_id, self.path, where, version)
 
     def delete(self, keys: DataFrame, batch: int, version: int) -> None:
         """Delete the stash rows of earlier batches whose (topic, partition, offset) is in

@@ -6,7 +6,7 @@ release, TRUNCATE or shard rename in the batch; each shard one plain write plan;
 ahead of a DDL, judged per shard and set of named columns from step 4's aggregate) is
 MERGEd straight from the batch's parse: its projection is the MERGE source's input, read
 once, by Delta, and what a summary would count (events, values that do not fit) is
-observed during that read (``WriteStep.fast_targets``, ``WriteStep.merge_fast``). When
+observed during that read (``Writer.fast_targets``, ``Writer.merge_fast``). When
 every row of the batch is such a target's, no summary runs at all.
 
 **The exact path**, for every other target. Its write rows and the rows its releases
@@ -20,6 +20,11 @@ it is ahead or does not fit. Then, for the whole batch: one stash append (held r
 rows ahead of a DDL), one dead-letter append, one stash delete (the replayed rows), each
 only when there is something to write. Each write takes its slot in a fixed order, used
 or not, on either path, so a re-run batch finds the same transaction versions.
+
+The step is a value in, a value out: :class:`Writer` is given what it reads of the batch
+(its coordination, executor, sink, stash, write slots, events and dead letters of the
+control events) and returns a :class:`WriteOutcome` (counts, rows per target, the shards
+that wait for a DDL); each count is computed once, when every write is known.
 """
 
 from __future__ import annotations
@@ -28,13 +33,13 @@ import logging
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
-from coordinator.ids import TargetId
+from coordinator.ids import ShardId, TargetId
 from shardmerge.errors import ShardMergeError
 from streaming.control import OKEY_TYPE, okey_value
 from streaming.faults import crash_point
@@ -46,7 +51,7 @@ from streaming.rows import merge_source, no_ddl_sql, project_actions
 from streaming.stash import KEY, STASH_COLUMNS, append
 from streaming.summary import Summary
 
-__all__ = ["FATE", "ROW_COLUMNS", "WriteStep"]
+__all__ = ["FATE", "ROW_COLUMNS", "WriteOutcome", "Writer"]
 
 log = logging.getLogger("shardmerge.writer")
 
@@ -82,32 +87,61 @@ class Projection:
     full: DataFrame
 
 
-class WriteStep:
-    """Step 6, as part of the batch (``streaming.batch._Batch``): it reads the batch's
-    coordinator ``c``, executor ``ex``, ``stash``, ``sink``, ``stats``, ``events``,
-    control-event dead letters ``dead`` and write slots ``next_version``."""
+@dataclass
+class WriteOutcome:
+    """What one write step did: the batch's events it counted and what became of them
+    (written, held in the stash, dropped by their plan, replayed from the stash), the
+    targets on the fast path, the driver's planning of the MERGE sources, what the sink
+    reports per target (``target_rows``) and the shards whose rows were ahead of a DDL not
+    received (``waits``: shard, first position, why; each went to the coordination)."""
 
-    c: Any
-    ex: Any
-    p: Any
+    events: int = 0
+    written: int = 0
+    held: int = 0
+    dropped: int = 0
+    replayed: int = 0
+    fast_path: int = 0
+    plan_seconds: float = 0.0
+    target_rows: dict[str, dict[str, int]] = field(default_factory=dict)
+    waits: list[tuple[ShardId, Any, str]] = field(default_factory=list)
+
+
+@dataclass
+class Writer:
+    """Step 6 of one batch. It reads the batch's coordination ``co`` (its coordinator, and
+    where rows ahead of a DDL are told), executor ``ex`` (the schemas downstream and the
+    row work of the decisions), ``sink``, ``stash``, write ``slots``, ``events`` (for the
+    dead letters of control events, ``dead``), the caught-up sources (``caught``), step 4's
+    per-shard facts (``first``: ``streaming.batch.FirstRows``) and the stash rows a move
+    let wait, read again as the batch's (``reread``)."""
+
     spark: Any
+    co: Any  # streaming.coordination.Coordination
+    ex: Any  # streaming.executor.Executor
     sink: Any
     stash: Any
-    stats: Any
-    events: DataFrame
+    settings: Any  # streaming.config.Settings
+    app_id: str
+    slots: Any  # streaming.slots.Slots
     batch: int
+    events: DataFrame
     dead: list[tuple[str, int, int, str]]
-    cached: list[DataFrame]
     caught: list[Any]
-    first: Any  # streaming.batch.FirstRows
-    reread: DataFrame | None  # stash rows read again as the batch's (streaming.moving)
+    first: Any
+    reread: DataFrame | None = None
+    cached: list[DataFrame] = field(default_factory=list)
+    out: WriteOutcome = field(default_factory=WriteOutcome)
+
+    @property
+    def c(self) -> Any:  # the coordinator (coordinator.coordinator.Coordinator)
+        return self.co.c
 
     def next_version(self, what: str = "write") -> int:
-        raise NotImplementedError
+        return int(self.slots.take(what))
 
     # --- step 6 -----------------------------------------------------------------------------
 
-    def write(self, rows: DataFrame, planner: Planner) -> None:
+    def write(self, rows: DataFrame, planner: Planner) -> WriteOutcome:
         """The batch's rows with their fate from the plan; each target's write and replay
         rows projected once (the one copy kept: the row images are parsed there), then one
         summary aggregate over all of them (counts, rows ahead of a DDL, values that do not
@@ -155,6 +189,7 @@ class WriteStep:
         finally:
             for frame in self.cached:
                 frame.unpersist()
+        return self.out
 
     def follow_renames(self, fresh: DataFrame) -> DataFrame:
         """The batch's rows of a shard renamed within its target (this batch), from before
@@ -354,17 +389,17 @@ class WriteStep:
         summary: Summary,
         fast: set[TargetId],
     ) -> None:
-        self.stats.events = summary.fresh_events()
-        self.stats.written = summary.events("write") - summary.unfit("write")
-        self.stats.held = summary.events("hold")
-        self.stats.dropped = summary.events("drop")
-        self.stats.replayed = summary.events("replay") - summary.unfit("replay")
         # Rows ahead of a DDL that has not arrived: their shard waits from the first.
         waits: dict[TargetId, list[tuple[str, str, str, Any]]] = {}
         named = {str(t): t for t in self.write_order()}
         for name, shard, pos, why in summary.ahead():
-            self.ex.run(self.c.await_ddl(shard, pos, f"{why}: waiting for its DDL"))
+            # through the coordination: in a group, a record of the log (G2)
+            self.co.ahead(shard, pos, f"{why}: waiting for its DDL")
+            self.out.waits.append((shard, pos, why))
             waits.setdefault(named[name], []).append((shard.source, shard.db, shard.table, pos))
+        # what the fast path observed, and the rows ahead moved from written to held
+        fast_events = fast_unfit = 0
+        moved: dict[str, int] = {}
         stash_parts = []
         if summary.events("hold"):
             stash_parts.append(
@@ -387,24 +422,38 @@ class WriteStep:
                         "the batch fails"
                     )
                 continue
-            path = self.p.settings.table_path(target)
             if target in fast:  # no TRUNCATE, nothing ahead: only what is observed
-                unfit = self.merge_fast(target, path, projected[target], merge_slot)
+                unfit, counts = self.merge_fast(target, projected[target], merge_slot)
+                fast_events += counts["events"]
+                fast_unfit += counts["unfit"]
                 if unfit is not None:
                     dead_parts.append(unfit)
                 crash_point("after_rows")
                 continue
-            self.truncate(target, path, delete_slot)
+            self.truncate(target, delete_slot)
             if not summary.rows(target):
                 continue
-            ahead, unfit = self.merge(
-                target, path, projected[target], merge_slot, waits.get(target, []), summary
+            ahead, unfit, moved_here = self.merge(
+                target, projected[target], merge_slot, waits.get(target, []), summary
             )
+            for fate, n in moved_here.items():
+                moved[fate] = moved.get(fate, 0) + n
             if ahead is not None:
                 stash_parts.append(ahead)
             if unfit is not None:
                 dead_parts.append(unfit)
             crash_point("after_rows")
+        # The counts, once every write is known.
+        self.out.events = summary.fresh_events() + fast_events
+        self.out.written = (
+            summary.events("write") - summary.unfit("write") - moved.get("write", 0)
+            + fast_events - fast_unfit
+        )  # fmt: skip
+        self.out.held = summary.events("hold") + moved.get("write", 0)
+        self.out.dropped = summary.events("drop")
+        self.out.replayed = (
+            summary.events("replay") - summary.unfit("replay") - moved.get("replay", 0)
+        )
         all_waits = [w for target in sorted(waits, key=str) for w in waits[target]]
         stash_version = self.next_version("stash append")
         dead_version = self.next_version("dead letters")
@@ -413,7 +462,7 @@ class WriteStep:
             frame = stash_parts[0]
             for part in stash_parts[1:]:
                 frame = frame.unionByName(part)
-            append(frame, self.stash.path, self.p.app_id, stash_version)
+            append(frame, self.stash.path, self.app_id, stash_version)
         if self.dead:
             keys = local_frame(
                 self.spark, self.dead, "_dt string, _dp int, _do bigint, _reason string"
@@ -428,7 +477,7 @@ class WriteStep:
             frame = dead_parts[0]
             for part in dead_parts[1:]:
                 frame = frame.unionByName(part)
-            append(frame, self.p.settings.dead_letters(), self.p.app_id, dead_version)
+            append(frame, self.settings.dead_letters(), self.app_id, dead_version)
         crash_point("after_release")
         gone = []  # stash rows whose copies leave the stash
         if released is not None:
@@ -448,7 +497,7 @@ class WriteStep:
             keys = gone[0] if len(gone) == 1 else gone[0].unionByName(gone[1])
             self.stash.delete(keys, self.batch, delete_version)
 
-    def truncate(self, target: TargetId, path: str, version: int) -> None:
+    def truncate(self, target: TargetId, version: int) -> None:
         """One DELETE of the downstream rows of every shard of ``target`` that ran
         TRUNCATE in this batch (their earlier rows of the batch are dropped by the plan)."""
         work = self.ex.work
@@ -456,29 +505,29 @@ class WriteStep:
         matches = [
             d.match for d in work.truncates if d.target == target and d not in work.ran_early
         ]
-        deleted = self.sink.truncate(path, matches, version) if matches else 0
+        deleted = self.sink.truncate(target, matches, version) if matches else 0
         if matches or early:
             self.count_target_rows(target, {"truncated": early + deleted})
 
     def count_target_rows(self, target: TargetId, done: dict[str, int]) -> None:
-        counts = self.stats.target_rows.setdefault(str(target), {})
+        counts = self.out.target_rows.setdefault(str(target), {})
         for action, n in done.items():
             counts[action] = counts.get(action, 0) + n
 
     def merge(
         self,
         target: TargetId,
-        path: str,
         projected: Projection,
         version: int,
         waits: list[tuple[str, str, str, Any]],
         summary: Summary,
-    ) -> tuple[DataFrame | None, DataFrame | None]:
+    ) -> tuple[DataFrame | None, DataFrame | None, dict[str, int]]:
         """MERGE one target's projected rows. Rows ahead of a DDL that has not arrived
         (``waits``: their shards wait from there) are not written: fresh ones go to the
         stash, replayed ones stay in it. Values that do not fit their column are dead
         letters. The fast path, nothing ahead and nothing unfit, MERGEs the projection as
-        it is. Returns the fresh rows to stash and the dead letters."""
+        it is. Returns the fresh rows to stash, the dead letters, and the events ahead per
+        fate (``write``: fresh rows held instead; ``replay``: replayed rows kept)."""
         schema = self.ex.schemas[target]
         unfit_rows = summary.unfit(target=target)
         ahead_sql = "coalesce(_okey >= _wait, false) AND _unfit IS NULL"
@@ -488,8 +537,9 @@ class WriteStep:
             good = good.filter("_unfit IS NULL")
         if wait is not None:
             good = good.join(wait, ["source", "db", "tbl"], "left").filter(f"NOT ({ahead_sql})")
-        self.merge_into(target, path, merge_source(good, schema), version)
+        self.merge_into(target, merge_source(good, schema), version)
         ahead = None
+        moved: dict[str, int] = {}
         if wait is not None:
             # Rows ahead of a DDL go to (or stay in) the stash: held, not written. Rare (a
             # row topic ahead of the schema topic), so its own small count job, on the kept
@@ -501,9 +551,6 @@ class WriteStep:
                 for r in counted.filter("_sub = 1 OR op = 'd'").groupBy("_fate").count().collect()
             }
             flagged = projected.full.join(wait, on, "left").filter(ahead_sql)
-            self.stats.written -= moved.get("write", 0)
-            self.stats.held += moved.get("write", 0)
-            self.stats.replayed -= moved.get("replay", 0)
             ahead = self.stash.rows(
                 flagged.filter("_fate = 'write'").dropDuplicates(KEY),
                 "_target",
@@ -517,45 +564,41 @@ class WriteStep:
                 .dropDuplicates(KEY),
                 None,
             )  # fmt: skip
-        return ahead, unfit
+        return ahead, unfit, moved
 
-    def merge_into(self, target: TargetId, path: str, src: DataFrame, version: int) -> None:
+    def merge_into(self, target: TargetId, src: DataFrame, version: int) -> None:
         """One MERGE of ``src`` (``streaming.rows.merge_source``) into ``target``, its
         driver planning timed (``Stats.plan_seconds``) and what Delta did counted."""
         schema = self.ex.schemas[target]
         planning = time.monotonic()
         src._jdf.queryExecution().executedPlan()  # analysis, optimization, planning
-        self.stats.plan_seconds += round(time.monotonic() - planning, 3)
+        self.out.plan_seconds += round(time.monotonic() - planning, 3)
         keys = list(schema.primary_key) or list(schema.column_names())
-        done = self.sink.merge(path, src, keys, list(schema.column_names()), version)
+        done = self.sink.merge(target, src, keys, list(schema.column_names()), version)
         self.count_target_rows(target, done)
 
     def merge_fast(
-        self, target: TargetId, path: str, projected: Projection, version: int
-    ) -> DataFrame | None:
+        self, target: TargetId, projected: Projection, version: int
+    ) -> tuple[DataFrame | None, dict[str, int]]:
         """The fast path's MERGE (see :meth:`fast_targets`): the projection of the
         target's rows is the MERGE source's input, read once, by Delta; what a summary
         would have counted (its events, its actions, the values that do not fit) is
         observed on the way. Values that do not fit are dead letters, projected again
-        only when there are some. Returns those dead letters."""
+        only when there are some. Returns those dead letters and the counts observed."""
         schema = self.ex.schemas[target]
         # a name of its own (Spark keeps observations by name); a fast target has rows
         seen = Observation(f"shardmerge_fast_{uuid.uuid4().hex}")
         observed = projected.full.observe(seen, *_fast_counts())
-        self.merge_into(
-            target, path, merge_source(observed.filter("_unfit IS NULL"), schema), version
-        )
+        self.merge_into(target, merge_source(observed.filter("_unfit IS NULL"), schema), version)
         counts = _observed(seen, projected.full)
-        self.stats.fast_path += 1
-        self.stats.events += counts["events"]
-        self.stats.written += counts["events"] - counts["unfit"]
+        self.out.fast_path += 1
         if not counts["unfit"]:
-            return None
+            return None, counts
         return _dead(
             projected.full.filter("_unfit IS NOT NULL").withColumn("_reason", F.col("_unfit"))
             .dropDuplicates(KEY),
             None,
-        )  # fmt: skip
+        ), counts  # fmt: skip
 
     def waits_frame(self, waits: list[tuple[str, str, str, Any]]) -> DataFrame:
         return local_frame(

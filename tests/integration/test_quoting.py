@@ -88,8 +88,8 @@ def test_delta_table_with_hostile_names_and_defaults(spark: SparkSession, tmp_pa
         ),
         primary_key=(key,),
     )
-    sink = DeltaSink(spark, "test-" + tmp_path.name)
-    sink.create(location, schema)
+    sink = DeltaSink(spark, "test-" + tmp_path.name, lambda target: location)
+    sink.create_at(location, schema)
     hostile_value = "it's \\ \\' 😀"
     spark.sql(f"INSERT INTO {table_at(location)} VALUES ({string(hostile_value)}, {string('x')})")
     default = "d'ef\\ault"
@@ -101,7 +101,7 @@ def test_delta_table_with_hostile_names_and_defaults(spark: SparkSession, tmp_pa
         f"SELECT {string(hostile_value)} AS {ident(key)}, {string('y')} AS {ident(other)}, "
         f"{string(default)} AS {ident('sp ace')}, 'u' AS _action"
     )
-    sink.merge(location, src, [key], [key, other, "sp ace"], 1)
+    sink.merge_at(location, src, [key], [key, other, "sp ace"], 1)
     rows = spark.read.format("delta").load(location).collect()
     assert [tuple(r) for r in rows] == [(hostile_value, "y", default)]
     image = spark.sql(f"SELECT map({string(key)}, 1) AS m").select(F.expr(map_get("m", key)))

@@ -1,8 +1,6 @@
-"""Package boundaries: the pure core imports no adapter; the job imports no tooling.
-
-``schemas/`` and ``coordinator/`` import neither Spark nor a Kafka client nor the job;
-``streaming/`` (the job) imports neither the development tooling (``devkit/``) nor the
-tests' oracle.
+"""Package boundaries: the import contracts (pyproject.toml's [tool.importlinter], checked
+by import-linter), what importing the core loads, and the coordinator read only through
+its published views.
 """
 
 from __future__ import annotations
@@ -11,8 +9,6 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = (
@@ -26,43 +22,40 @@ FORBIDDEN = (
     "devkit",
     "tests",
 )
-JOB_FORBIDDEN = ("devkit", "tests", "confluent_kafka", "kafka", "pymysql")
 
 
-def imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
+def lint_imports(config: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "lint-imports"), "--config", str(config), "--no-cache"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
 
 
-@pytest.mark.parametrize("package", ["schemas", "coordinator"])
-def test_core_sources_import_no_adapter(package: str) -> None:
-    files = sorted((ROOT / package).rglob("*.py"))
-    assert files, f"no sources found under {package}/"
-    offenders = [
-        f"{f.relative_to(ROOT)} imports {m}"
-        for f in files
-        for m in imported_modules(f)
-        if m.split(".")[0] in FORBIDDEN
-    ]
-    assert offenders == []
+def test_the_import_contracts_hold() -> None:
+    """The layered contracts of pyproject.toml's [tool.importlinter] (scripts/test runs
+    them too): the pure core imports no adapter, the job no tooling, the batch no group,
+    the ports no implementation."""
+    out = lint_imports(ROOT / "pyproject.toml")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 broken" in out.stdout
 
 
-def test_the_job_imports_no_tooling() -> None:
-    files = sorted((ROOT / "streaming").rglob("*.py"))
-    assert files, "no sources found under streaming/"
-    offenders = [
-        f"{f.relative_to(ROOT)} imports {m}"
-        for f in files
-        for m in imported_modules(f)
-        if m.split(".")[0] in JOB_FORBIDDEN
-    ]
-    assert offenders == []
+def test_a_broken_contract_fails_the_check(tmp_path: Path) -> None:
+    """The same tool, given a contract the code breaks (the batch imports its executor):
+    it must say so, or the contracts above could never fail."""
+    config = tmp_path / "contracts.toml"
+    config.write_text(
+        "[tool.importlinter]\n"
+        'root_packages = ["streaming", "coordinator"]\n\n'
+        "[[tool.importlinter.contracts]]\n"
+        'name = "the batch without its executor"\n'
+        'type = "forbidden"\n'
+        'source_modules = ["streaming.batch"]\n'
+        'forbidden_modules = ["streaming.executor"]\n'
+    )
+    out = lint_imports(config)
+    assert out.returncode != 0
+    assert "streaming.batch -> streaming.executor" in out.stdout
 
 
 def test_importing_the_core_loads_no_adapter() -> None:
@@ -75,12 +68,6 @@ def test_importing_the_core_loads_no_adapter() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == ""
-
-
-def test_the_boundary_check_sees_a_forbidden_import(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.py"
-    bad.write_text("import os\nfrom pyspark.sql import SparkSession\nimport kafka.admin\n")
-    assert {"pyspark.sql", "kafka.admin"} <= imported_modules(bad)
 
 
 # Readers of the coordinator (the engine, the dashboard, the metrics, the operator CLI):

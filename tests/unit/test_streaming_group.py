@@ -4,13 +4,14 @@ owner's term, acknowledgements, the gate and the member's own fencing."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from coordinator.group import Record, Replica
-from coordinator.ids import TargetId
+from coordinator.ids import ShardId, TargetId
 from streaming.config import Settings
 from streaming.epochs import Superseded
 from streaming.group import Fenced, GroupMember, GroupWaitTimeout, LeaseLost
@@ -315,3 +316,62 @@ def test_a_record_an_earlier_run_appended_and_this_one_did_not_is_folded_in_plac
     assert len(runs) == 2 and runs[-1] == "written", runs
     assert "at version 3, past the 1" in runs[0]
     assert r.seq == 4 and r.versions[TARGET] == 3 and gone in b.passed
+
+
+def test_rows_ahead_of_a_ddl_reach_every_replica_through_the_log(tmp_path: Path) -> None:
+    """Step 6's rows ahead of a DDL, in a group: an ``ahead`` record appended through the
+    coordination port, not a call on the replica's coordinator (G2). The batch that
+    appends it does not fold it (its rows were planned); the member's next batch folds it
+    at its place, past the others' records before it, and every replica ends equal."""
+    from coordinator.state import snapshot
+    from streaming.coordination import Statement
+    from streaming.executor import Executor
+    from streaming.group_coordination import GroupCoordination
+    from streaming.slots import Slots
+
+    clock = Clock()
+    a, b = member(tmp_path, "a", clock), member(tmp_path, "b", clock)
+    s1, s2 = "s1.db_0.orders_0", "s2.db_1.orders_0"
+    for m, shard, at in ((a, s1, 1), (b, s2, 2)):
+        # as the port names a ddl record (a batch run again gives the same id)
+        m.append(replace(ddl(m.member, shard, CREATE, at), id=f"{m.member}:ddl:[{at}]"))
+        m.append(Record(f"{m.member}:join", m.member, "join", {}))
+
+    def batch(m: GroupMember, saved: dict[str, Any] | None) -> GroupCoordination:
+        co = GroupCoordination(m, m.settings.router())
+        r = replica(m)
+        ex = Executor(r.coordinator, None, m.settings, Slots(0), {})  # type: ignore[arg-type]
+        co.begin()
+        co.start(r.coordinator if saved is None else saved["c"], ex, saved)
+        return co
+
+    # a's saved state: its batches before folded the creates and joins
+    r0 = replica(a)
+    a.fold(r0)
+    co = batch(a, {"c": r0.coordinator, "group": r0.meta()})
+    assert co.replica is not None and co.replica.seq == 4
+    co.ahead(ShardId.parse(s1), [7], "rows ahead: waiting for its DDL")
+    assert co.records == 1
+    assert co.c.waiting() == []  # appended, not folded by the batch that planned the rows
+    # b appends a DDL of its own meanwhile; a's record stays before it in the log
+    b.append(ddl("b", s2, "ALTER TABLE orders_0 ADD COLUMN c INT", 8))
+    saved = {"c": co.c, **co.saved()}
+    co.end(1, done=True)
+    # a's next batch folds its own ahead record (it never appends it again) and b's after it
+    nxt = batch(a, saved)
+    assert nxt.replica is not None and nxt.replica.seq == 6
+    assert [(w.shard, w.kind) for w in nxt.c.waiting()] == [(ShardId.parse(s1), "ahead_of_ddl")]
+    rb = replica(b)
+    b.fold(rb)
+    assert snapshot(rb.coordinator) == snapshot(nxt.c)
+    assert rb.meta() == nxt.replica.meta()
+    # the same batch run again would fold it too (no fold stops before an ``ahead`` record)
+    nxt.end(2, done=False)
+    again = batch(a, None)
+    again.ddl(Statement(ShardId.parse(s1), CREATE, [1], None, "t[0]"))  # appended again
+    assert again.replica is not None and again.replica.seq == 6
+    assert [w.shard for w in again.c.waiting()] == [ShardId.parse(s1)]
+    again.end(1, done=False)
+
+
+# --- names, settings fingerprints, malformed records and gaps (review findings 1-3) -------

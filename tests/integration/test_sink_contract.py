@@ -1,0 +1,141 @@
+"""The Sink port's contract (``streaming/sink.py``): what every sink the job writes targets
+in must do, run against each implementation (Delta today). A new sink joins ``SINKS`` and
+passes these as they are.
+
+Each test makes a table of its own (a target per test), so the tests share one session.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator.decisions import ApplyDDL, CreateTarget
+from coordinator.ids import TargetId
+from schemas.ddl import parse_create_table, parse_ddl
+from schemas.model import ColumnType
+from streaming.quoting import ident
+from streaming.sink import Sink, apply_downstream
+
+pytestmark = pytest.mark.spark
+
+# A hostile name: the contract holds for any identifier upstream may send.
+ODD = "a`b'c;--"
+CREATE = f"CREATE TABLE t (id INT NOT NULL, `{ODD.replace('`', '``')}` VARCHAR(20), src VARCHAR(8), PRIMARY KEY (id))"
+
+
+def delta(spark: Any, root: Path) -> tuple[Sink, Callable[[TargetId], list[dict[str, Any]]]]:
+    from streaming.delta_sink import DeltaSink
+
+    def locate(t: TargetId) -> str:
+        return f"file://{root}/{t.db}/{t.table}"
+
+    def rows(t: TargetId) -> list[dict[str, Any]]:
+        got = spark.read.format("delta").load(locate(t)).collect()
+        return sorted((r.asDict() for r in got), key=lambda r: r["id"])
+
+    return DeltaSink(spark, "contract-app", locate), rows
+
+
+SINKS = {"delta": delta}
+
+
+@pytest.fixture(params=sorted(SINKS))
+def made(request: pytest.FixtureRequest, spark: Any, tmp_path: Path) -> Any:
+    return SINKS[request.param](spark, tmp_path)
+
+
+def create(target: TargetId) -> CreateTarget:
+    return CreateTarget(target, parse_create_table(CREATE), CREATE, "the first shard's CREATE")
+
+
+def alter(target: TargetId, sql: str, after: str) -> ApplyDDL:
+    (change,) = parse_ddl(sql)
+    return ApplyDDL(target, change.specs, parse_create_table(after), sql, "every shard ran it")
+
+
+def frame(spark: Any, rows: list[tuple[Any, ...]]) -> Any:
+    return spark.createDataFrame(rows, f"id int, {ident(ODD)} string, src string, _action string")
+
+
+def test_create_is_idempotent_and_history_names_its_cause(made: Any) -> None:
+    sink, _ = made
+    t = TargetId("shop", "created")
+    for _ in range(2):
+        assert apply_downstream(sink, create(t), itertools.count(1).__next__, rewrite=False).applied
+    assert set(sink.columns(t)) == {"id", ODD.lower(), "src"}
+    history = sink.history(t, 10)
+    assert len(history) == 1  # the second create changed nothing
+    assert history[0]["cause"]["statement"] == CREATE
+    assert history[0]["cause"]["reason"] == "the first shard's CREATE"
+
+
+def test_a_change_is_applied_once_and_one_it_cannot_make_is_refused_with_advice(
+    made: Any,
+) -> None:
+    sink, _ = made
+    t = TargetId("shop", "altered")
+    apply_downstream(sink, create(t), itertools.count(1).__next__, rewrite=False)
+    add_sql = "ALTER TABLE t ADD COLUMN note INT"
+    after = CREATE.replace(", PRIMARY KEY", ", note INT, PRIMARY KEY")
+    add = alter(t, add_sql, after)
+    for _ in range(2):  # a batch run again
+        assert apply_downstream(sink, add, itertools.count(1).__next__, rewrite=False).applied
+    assert sink.columns(t)["note"] and len(sink.history(t, 10)) == 2
+    assert sink.history(t, 10)[0]["cause"]["statement"] == add_sql
+    # VARCHAR -> INT: no sink narrows a text column in place
+    narrow = alter(t, "ALTER TABLE t MODIFY src INT", after.replace("src VARCHAR(8)", "src INT"))
+    change = apply_downstream(sink, narrow, itertools.count(100).__next__, rewrite=False)
+    assert not change.applied
+    assert "MODIFY src INT" in change.advice and "shardmerge unlock shop.altered --retry" in (
+        change.advice
+    )
+    assert "INT" not in sink.columns(t)["src"]  # the table is as it was
+    assert len(sink.history(t, 10)) == 2
+
+
+def test_rows_merged_under_a_slot_are_written_once(made: Any, spark: Any) -> None:
+    sink, rows = made
+    t = TargetId("shop", "merged")
+    apply_downstream(sink, create(t), itertools.count(1).__next__, rewrite=False)
+    assert sink.last_slot(t) is None
+    cols = ["id", ODD, "src"]
+    batch = frame(spark, [(1, "x'1", "s1", "u"), (2, "y", "s1", "u"), (3, "z", "s2", "u")])
+    assert sink.merge(t, batch, ["id"], cols, 5) == {"inserted": 3, "updated": 0, "deleted": 0}
+    # the same slot again (the batch run again): skipped, whatever its rows
+    again = frame(spark, [(1, "changed", "s1", "u"), (2, None, "s1", "d")])
+    assert sink.merge(t, again, ["id"], cols, 5) == {"inserted": 0, "updated": 0, "deleted": 0}
+    assert sink.last_slot(t) == 5
+    assert [r[ODD] for r in rows(t)] == ["x'1", "y", "z"]
+    # the next slot: an update and a delete
+    assert sink.merge(t, again, ["id"], cols, 6) == {"inserted": 0, "updated": 1, "deleted": 1}
+    assert [(r["id"], r[ODD]) for r in rows(t)] == [(1, "changed"), (3, "z")]
+    assert sink.last_slot(t) == 6
+
+
+def test_a_shards_rows_are_truncated_and_rehomed_by_their_values(made: Any, spark: Any) -> None:
+    sink, rows = made
+    t = TargetId("shop", "moved")
+    apply_downstream(sink, create(t), itertools.count(1).__next__, rewrite=False)
+    batch = frame(spark, [(1, "a", "s1", "u"), (2, "b", "s1", "u"), (3, "c", "s'2", "u")])
+    sink.merge(t, batch, ["id"], ["id", ODD, "src"], 1)
+    assert sink.rehome(t, (("src", "s1"),), (("src", "s9"),), 2, where="id = 2") == 1
+    assert sink.rehome(t, (("src", "s1"),), (("src", "s9"),), 2) == 0  # slot 2 done
+    assert [r["src"] for r in rows(t)] == ["s1", "s9", "s'2"]
+    assert sink.truncate(t, [(("src", "s'2"),)], 3) == 1
+    assert sink.truncate(t, [(("src", "s'2"),)], 3) == 0  # slot 3 done
+    assert [r["id"] for r in rows(t)] == [1, 2]
+    assert sink.truncate(t, [()], 4) == 2  # an empty match: every row
+    assert rows(t) == []
+
+
+def test_the_type_changes_a_sink_makes_in_place(made: Any) -> None:
+    sink, _ = made
+    assert sink.in_place(ColumnType("INT"), ColumnType("BIGINT"))
+    assert sink.in_place(ColumnType("VARCHAR", 8), ColumnType("VARCHAR", 20))
+    assert not sink.in_place(ColumnType("BIGINT"), ColumnType("INT"))
+    assert not sink.in_place(ColumnType("VARCHAR", 8), ColumnType("INT"))
