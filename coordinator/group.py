@@ -21,6 +21,7 @@ fold, the same way in every replica, and the refusal is kept with the reason.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from schemas.ddl import parse_create_table
 from shardmerge.errors import ShardMergeError
 
 __all__ = [
+    "RECORD_FORMAT",
     "Folded",
     "GroupError",
     "GroupLog",
@@ -49,15 +51,26 @@ __all__ = [
     "Record",
     "Replica",
     "batch_records",
+    "body_problem",
     "decision_from_json",
     "decision_to_json",
+    "settings_differences",
+    "settings_fingerprint",
 ]
 
+# The version of the records' format and of the fold that reads them: part of every
+# member's settings fingerprint (a member that folds differently is refused at its join).
+RECORD_FORMAT = 1
+
 Kind = Literal[
-    "register", "ddl", "await", "ahead", "shadow", "prints", "stop", "command", "join"
+    "register", "ddl", "await", "ahead", "shadow", "prints", "stop", "command", "join",
+    "noop", "invalid",
 ]  # fmt: skip
+# The kinds a stored record may have (``invalid`` is never stored: it stands for a stored
+# record that is not one, :meth:`Record.read`).
 KINDS: tuple[Kind, ...] = (
     "register", "ddl", "await", "ahead", "shadow", "prints", "stop", "command", "join",
+    "noop",
 )  # fmt: skip
 
 
@@ -89,10 +102,16 @@ class Record:
     - ``stop``: ``{"shard"}``: the shard's source was read to the end of its schema-change
       topics without the DDL it awaits (``Coordinator.stop_waiting``);
     - ``command``: ``{"command"}``: an operator command (``OperatorCommand.to_json``);
-    - ``join``: ``{}``: the job registered the tables it knows at its start (the streaming
-      job: the CREATE TABLEs of its first batch) and may now append its other records;
-      no job appends a record of another kind but those until every job joined, so every
-      table known at the start is in the fold before any DDL (nothing to fold).
+    - ``join``: ``{}``, or ``{"settings": {"fingerprint", "summary"}}`` (the streaming
+      job: :func:`settings_fingerprint` of what its fold depends on, checked by every
+      member that reads it): the job registered the tables it knows at its start (the
+      streaming job: the CREATE TABLEs of its first batch) and may now append its other
+      records; no job appends a record of another kind but those until every job joined,
+      so every table known at the start is in the fold before any DDL (nothing to fold);
+    - ``noop``: ``{"reason"}``: folds to nothing; ``shardmerge group repair --fill-gap``
+      writes one where a number of the log has no record;
+    - ``invalid`` (never stored): a stored record that is not one (:meth:`read`); the
+      fold refuses it with the reason, in every replica alike.
     """
 
     id: str
@@ -112,6 +131,21 @@ class Record:
         if not isinstance(data.get("body"), dict):
             raise GroupError(f"a group log record's body is an object: {data!r}")
         return cls(data["id"], data["job"], data["kind"], data["body"])
+
+    @classmethod
+    def read(cls, data: Any) -> Record:
+        """The stored value as a record; one that is not a record (a wrong shape, an
+        unknown kind) as an ``invalid`` record with the reason, which the fold refuses
+        (:meth:`Replica.fold`): the log goes on past it, the same in every replica."""
+        try:
+            return cls.from_json(data)
+        except GroupError as e:
+            d = data if isinstance(data, dict) else {}
+            rid, job = d.get("id"), d.get("job")
+            return cls(
+                rid if isinstance(rid, str) else "", job if isinstance(job, str) else "",
+                "invalid", {"reason": str(e)},
+            )  # fmt: skip
 
     def text(self) -> str:
         """The record as it is stored: canonical JSON."""
@@ -170,7 +204,7 @@ def batch_records(
     before a record it will not append again, or it would stop there for good: its
     ``join`` (appended only while a member has not joined; it folds to nothing), its
     ``ahead`` records (appended after its fold and gate, never folded by the batch that
-    appends them), and the
+    appends them), an ``invalid`` one (unreadable: never appended again), and the
     records numbered in ``passed`` (an earlier run's records that a later run did not
     append again; its gate notes them). After its last record the batch folds on to the
     log's end, so a batch run again after the group went on without it plans at the
@@ -178,7 +212,7 @@ def batch_records(
     out = []
     for n, r in records:
         if (mine_until is not None and r.job == job and n > mine_until
-                and r.kind not in ("join", "ahead") and n not in passed):  # fmt: skip
+                and r.kind not in ("join", "ahead", "invalid") and n not in passed):  # fmt: skip
             break
         out.append((n, r))
     return out
@@ -231,15 +265,23 @@ class Replica:
             if seq <= self.seq:
                 continue
             if seq != self.seq + 1:
-                raise GroupError(f"group log gap: folded up to {self.seq}, next record {seq}")
+                raise GroupError(
+                    f"group log gap: folded up to {self.seq}, next record {seq}: record "
+                    f"{self.seq + 1} is missing (its file is log/{self.seq:012d}.json; "
+                    f"fill it with a no-op: shardmerge group repair --fill-gap {self.seq} "
+                    "--yes, docs/groups.md)"
+                )
             out.append(self._fold_one(seq, record))
             self.seq = seq
         return out
 
     def _fold_one(self, seq: int, record: Record) -> Folded:
         c, body = self.coordinator, record.body
+        problem = body_problem(record.kind, body)
+        if problem is not None:
+            return self._refuse(seq, record, f"malformed {record.kind} record: {problem}")
         try:
-            if record.kind == "join":
+            if record.kind in ("join", "noop"):
                 decisions = []
             elif record.kind == "command":
                 decisions = self._command(body)
@@ -253,7 +295,9 @@ class Replica:
                     )
                     return self._refuse(seq, record, why)
                 decisions = self._shard_record(c, shard, record)
-        except (UnknownShardError, KeyError, ValueError) as e:
+        # TypeError: a value of the right shape but an unusable type deep inside (the same
+        # record raises the same in every replica: the refusal is deterministic)
+        except (UnknownShardError, KeyError, ValueError, TypeError) as e:
             return self._refuse(seq, record, f"{type(e).__name__}: {e}")
         versions = []
         for d in decisions:
@@ -289,7 +333,7 @@ class Replica:
         before = snapshot(self.coordinator)
         try:
             return self.coordinator.command(OperatorCommand.from_json(body["command"]))
-        except ShardMergeError as e:
+        except (ShardMergeError, KeyError, TypeError, ValueError) as e:
             c = self.coordinator
             self.coordinator = restore(before, c.router, c.configs, c.default)
             raise ValueError(f"the command was not taken: {e}") from None
@@ -335,6 +379,74 @@ class Replica:
     ) -> Replica:
         coordinator = restore(data["coordinator"], router, dict(configs or {}), default)
         return cls.with_coordinator(coordinator, data)
+
+
+# --- the shape of a record's body -------------------------------------------------------------
+
+_SHARD = {"register", "ddl", "await", "ahead", "shadow", "prints", "stop"}
+
+
+def body_problem(kind: str, body: Mapping[str, Any]) -> str | None:
+    """What is wrong with a record's body for its kind (:class:`Record`), or None.
+
+    Checked before the fold takes a record, so a record of the wrong shape is refused with
+    the reason (and kept in :attr:`Replica.refused`) instead of stopping every job's fold
+    with a bare error; the check reads the record alone, so every replica refuses it alike.
+    """
+    if kind == "invalid":
+        return str(body.get("reason", "not a group log record"))
+    if kind in _SHARD and not isinstance(body.get("shard"), str):
+        return f"'shard' must be a string, not {body.get('shard')!r}"
+    strings = {"register": ("create",), "ddl": ("sql",)}.get(kind, ())
+    for key in strings:
+        if not isinstance(body.get(key), str):
+            return f"{key!r} must be a string, not {body.get(key)!r}"
+    optional = {"ddl": ("origin", "channel"), "await": ("reason",), "ahead": ("reason",)}
+    for key in optional.get(kind, ()):
+        if body.get(key) is not None and not isinstance(body[key], str):
+            return f"{key!r} must be a string or null, not {body[key]!r}"
+    if kind in ("shadow", "prints"):
+        seen = body.get("seen")
+        ok = isinstance(seen, list) and all(
+            isinstance(x, list) and len(x) == 2 and isinstance(x[1], str) for x in seen
+        )
+        if not ok:
+            return f"'seen' must be a list of [position, text] pairs, not {seen!r}"
+    if kind == "command" and not isinstance(body.get("command"), dict):
+        return f"'command' must be an object, not {body.get('command')!r}"
+    if kind == "join" and "settings" in body:
+        settings = body["settings"]
+        if not (isinstance(settings, dict) and isinstance(settings.get("fingerprint"), str)):
+            return f"'settings' must be an object with a string 'fingerprint', not {settings!r}"
+    return None
+
+
+# --- what a member's fold depends on -----------------------------------------------------------
+
+
+def settings_fingerprint(summary: Mapping[str, Any]) -> str:
+    """A stable hash of the canonical JSON of ``summary`` (what a member's fold depends
+    on: its routes, its targets' modes and policies, :data:`RECORD_FORMAT`). Members whose
+    fingerprints differ fold one log differently: one would be fenced, or wait in its gate,
+    for good; so a member refuses to go on with one whose fingerprint differs."""
+    text = json.dumps(summary, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def settings_differences(
+    mine: Mapping[str, Any], theirs: Mapping[str, Any], at: str = ""
+) -> list[str]:
+    """The paths (``targets.shop.orders.mode``) where two settings summaries differ, each
+    with both values: ``here`` is ``mine``, ``there`` is ``theirs``."""
+    out: list[str] = []
+    for key in sorted(set(mine) | set(theirs), key=str):
+        path = f"{at}{key}"
+        a, b = mine.get(key), theirs.get(key)
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            out += settings_differences(a, b, f"{path}.")
+        elif a != b:
+            out.append(f"{path} ({json.dumps(a)} here, {json.dumps(b)} there)")
+    return out
 
 
 # --- the target-level decisions, as the owner reads them -----------------------------------

@@ -218,46 +218,90 @@ def _group(args: argparse.Namespace) -> int:
     timestamps), the owner's term, and per target the decided and applied versions."""
     import time
 
-    from shardmerge.printable import printable
+    from shardmerge.printable import printable as p
+    from streaming.group import beat_views, group_status, log_gap
+
+    settings, store = _group_store(args.config)
+    if settings is None:
+        return 2
+    co, root = settings.coordination, settings.group_root()
+    status = group_status(store, settings, beat_views(store, co, time.time()))
+    if args.json:
+        print(json.dumps(status, indent=2, sort_keys=True))
+        return 0
+    # Names read back from the group store (a term's member, a beat's text) are escaped.
+    owner = status["owner"]
+    print(f"group {p(co.group)} (lease {co.lease_s:g} s), {status['log']} log records, "
+          f"store {p(root)}")  # fmt: skip
+    gap = log_gap(store)
+    if gap is not None:
+        print(f"the group log has no record {gap} while later ones exist: no member reads past "
+              f"it (shardmerge group repair --fill-gap {gap}, docs/groups.md)")  # fmt: skip
+    if owner is None:
+        print("owner: no term claimed yet")
+    else:
+        state = "live" if owner["live"] else "DOWN: the next live member takes the term"
+        print(f"owner: {p(owner['member'])} (term {owner['term']}, epoch "
+              f"{p(_dash(owner['epoch']))}), {state}")  # fmt: skip
+    head = f"{'member':16} {'epoch':>5} {'state':5} {'beat age':>9} {'ack':>6} {'batch':>7}"
+    print(f"{head}  waiting")
+    for m in status["members"]:
+        age = "-" if m["silent_s"] == float("inf") else f"{m['silent_s']:.0f} s"
+        print(f"{p(m['member']):16} {p(_dash(m['epoch'])):>5} {'live' if m['live'] else 'DOWN':5} "
+              f"{age:>9} {p(_dash(m['ack'])):>6} {p(_dash(m['batch'])):>7}  "
+              f"{p(m['waiting']) or '-'}")  # fmt: skip
+    print(f"{'target':32} {'decided':>7} {'applied':>7}")
+    for t in status["targets"]:
+        print(f"{p(t['target']):32} {t['decided']:>7} {t['applied']:>7}")
+    return 0
+
+
+def _group_repair(args: argparse.Namespace) -> int:
+    """``group repair --fill-gap N``: write a no-op record at the group log's number ``N``
+    (a record lost while later ones exist stops every member), only with ``--yes``."""
+    from coordinator.group import GroupError
+    from shardmerge.printable import printable as p
+    from streaming.group import fill_gap, log_gap
+
+    settings, store = _group_store(args.config)
+    if settings is None:
+        return 2
+    gap = log_gap(store)
+    n = args.fill_gap
+    print(f"group log at {p(settings.group_root())}: {len(store.numbers('log'))} records, "
+          f"first gap: {'none' if gap is None else gap}")  # fmt: skip
+    if not args.yes:
+        print(f"refused: filling log record {n} with a no-op record loses whatever was there "
+              "(its job appends it again when its batch runs again); stop every job that "
+              "may be writing it, then give --yes", file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        fill_gap(store, n, "shardmerge group repair --fill-gap")
+    except GroupError as e:
+        print(f"refused: {p(e)}", file=sys.stderr)
+        return 2
+    print(f"log record {n}: a no-op record written; the group's members read past it now")
+    return 0
+
+
+def _group_store(config: str) -> tuple[Any, Any]:
+    """The settings and the group store of a job's configuration (None, None: the job
+    has no coordination settings, which is said)."""
     from streaming.config import load_settings
-    from streaming.group import beat_views, group_status
     from streaming.group_store import group_store
     from streaming.local_fs import local_path
 
-    settings = load_settings(args.config)
-    co = settings.coordination
-    if co is None:
-        print(f"{args.config}: no coordination settings: this job is its targets' only writer")
-        return 2
+    settings = load_settings(config)
+    if settings.coordination is None:
+        print(f"{config}: no coordination settings: this job is its targets' only writer")
+        return None, None
     root = settings.group_root()
     spark = None
     if local_path(root) is None:
         from streaming.spark_session import session_for_job
 
         spark = session_for_job("shardmerge-cli")
-    store = group_store(root, spark)
-    status = group_status(store, settings, beat_views(store, co, time.time()))
-    if args.json:
-        print(json.dumps(status, indent=2, sort_keys=True))
-        return 0
-    owner = status["owner"]
-    print(f"group {co.group} (lease {co.lease_s:g} s), {status['log']} log records, store {root}")
-    if owner is None:
-        print("owner: no term claimed yet")
-    else:
-        state = "live" if owner["live"] else "DOWN: the next live member takes the term"
-        print(f"owner: {owner['member']} (term {owner['term']}, epoch {owner['epoch']}), {state}")
-    head = f"{'member':16} {'epoch':>5} {'state':5} {'beat age':>9} {'ack':>6} {'batch':>7}"
-    print(f"{head}  waiting")
-    for m in status["members"]:
-        age = "-" if m["silent_s"] == float("inf") else f"{m['silent_s']:.0f} s"
-        print(f"{m['member']:16} {_dash(m['epoch']):>5} {'live' if m['live'] else 'DOWN':5} "
-              f"{age:>9} {_dash(m['ack']):>6} {_dash(m['batch']):>7}  "
-              f"{printable(m['waiting']) or '-'}")  # fmt: skip
-    print(f"{'target':32} {'decided':>7} {'applied':>7}")
-    for t in status["targets"]:
-        print(f"{t['target']:32} {t['decided']:>7} {t['applied']:>7}")
-    return 0
+    return settings, group_store(root, spark)
 
 
 def _dash(value: Any) -> str:
@@ -400,6 +444,18 @@ def add_job_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     gshow.add_argument("--config", required=True)
     gshow.add_argument("--json", action="store_true", help="machine-readable output")
     gshow.set_defaults(func=_group)
+    grepair = group_verbs.add_parser(
+        "repair", help="fill a gap of the group log (a lost record) with a no-op record"
+    )
+    grepair.add_argument("--config", required=True)
+    grepair.add_argument(
+        "--fill-gap", type=int, required=True, metavar="N",
+        help="the log's number N without a record (group show names it)",
+    )  # fmt: skip
+    grepair.add_argument(
+        "--yes", action="store_true", help="write it (without: say what would be done)"
+    )
+    grepair.set_defaults(func=_group_repair)
 
     history = verbs.add_parser(
         "history",

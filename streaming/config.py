@@ -11,6 +11,7 @@ errors name the field and the file. See ``docs/configuration.md`` for every fiel
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -303,19 +305,32 @@ class OpsSettings(_Frozen):
         return self
 
 
-_MEMBER = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
+# A group's and a member's name: each names a folder of the group store
+# (``members/NAME/...``) and a Kafka topic (``shardmerge.tick.GROUP.MEMBER``).
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _name(field: str, value: str) -> str:
+    if not _NAME.fullmatch(value):
+        raise ValueError(
+            f"{field} {value!r} is not a valid name: use 1 to 64 letters, "
+            "digits, '.', '_' or '-', starting with a letter or a digit (it names a folder "
+            "in the group store and a Kafka topic)"
+        )
+    return value
 
 
 class CoordinationSettings(_Frozen):
     """Several jobs writing the same targets (a group, docs/groups.md)."""
 
-    group: str = Field(pattern=_MEMBER, description="the group's name (shared by its jobs)")
-    member: str = Field(pattern=_MEMBER, description="this job's name in the group")
+    group: str = Field(description="the group's name (shared by its jobs)")
+    member: str = Field(description="this job's name in the group")
     members: list[str] = Field(
         min_length=1,
         description="every job of the group, in the order the owner's term passes on "
         "(the same list in every job)",
     )
+
     lease_s: float = Field(
         30.0,
         gt=0,
@@ -336,6 +351,18 @@ class CoordinationSettings(_Frozen):
         description="a batch waits at most this long for the owner to bring a target to the "
         "version the group decided; then it fails and runs again",
     )
+
+    @field_validator("group", "member")
+    @classmethod
+    def _safe_name(cls, value: str, info: ValidationInfo) -> str:
+        return _name(str(info.field_name), value)
+
+    @field_validator("members")
+    @classmethod
+    def _safe_names(cls, value: list[str]) -> list[str]:
+        for i, name in enumerate(value):
+            _name(f"members[{i}]", name)
+        return value
 
     @model_validator(mode="after")
     def _member_listed(self) -> CoordinationSettings:
@@ -427,6 +454,24 @@ class Settings(_Frozen):
         """The CDC source id of each topic a source lists with its ``source`` id (canal
         and maxwell records carry none; Debezium's ``source.name`` comes first)."""
         return {t: s.source for s in self.sources if s.source for t in s.topics}
+
+    def fold_summary(self) -> dict[str, Any]:
+        """What a group member's fold depends on, as JSON values: the routes in order,
+        each routed target's mode, strictness and policy (a DDL kind that is ``forward``
+        left out: it is the default), and the record format (docs/groups.md). Members
+        whose summaries differ fold one log differently."""
+        from coordinator.group import RECORD_FORMAT
+
+        targets = {}
+        for name in sorted({r.target for r in self.routes}):
+            t = self.targets.get(name, self.default_target)
+            policy = {k: w for k, w in sorted(t.policy.items()) if w != "forward"}
+            targets[name] = {"mode": t.mode, "strict": t.strict, "policy": policy}
+        return {
+            "format": RECORD_FORMAT,
+            "routes": [r.model_dump(mode="json") for r in self.routes],
+            "targets": targets,
+        }
 
     def router(self) -> Router:
         return Router(

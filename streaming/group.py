@@ -52,6 +52,8 @@ from coordinator.group import (
     batch_records,
     decision_from_json,
     decision_to_json,
+    settings_differences,
+    settings_fingerprint,
 )
 from coordinator.ids import TargetId
 from shardmerge.errors import ShardMergeError
@@ -68,6 +70,8 @@ __all__ = [
     "LeaseLost",
     "MemberView",
     "Ticker",
+    "fill_gap",
+    "log_gap",
     "tick_topic",
 ]
 
@@ -141,6 +145,35 @@ def applied(store: GroupStore, target: str) -> int:
     while v + 1 in taken:
         v += 1
     return v
+
+
+def log_gap(store: GroupStore) -> int | None:
+    """The first number of the group log without a record while a later one has one, or
+    None. A number is claimed put-if-absent and a record is visible whole once written,
+    so a later record means this one was written and then lost (deleted by hand, a
+    bucket's lifecycle rule): no member reads past it (``GroupStore.since``)."""
+    numbers = store.numbers("log")
+    return next((n for n, have in enumerate(numbers) if n != have), None)
+
+
+def fill_gap(store: GroupStore, n: int, reason: str) -> None:
+    """Write a ``noop`` record at the group log's number ``n`` (``shardmerge group repair
+    --fill-gap N``), refused unless ``n`` is a gap: no record there, a later one present.
+    The record that was at ``n`` is lost: the member that appended it appends it again
+    (at the log's end) when its batch runs again, if it still needs it."""
+    numbers = store.numbers("log")
+    if n in numbers:
+        raise GroupError(f"the group log has a record {n} (log/{_n(n)}): nothing to fill")
+    if n < 0 or not numbers or n > numbers[-1]:
+        last = numbers[-1] if numbers else "none"
+        raise GroupError(
+            f"the group log has no record after {n} (its last is {last}): {n} is not a gap "
+            "(a member may be appending it now); nothing is written"
+        )
+    record = Record(f"repair:fill-gap:{n}", "operator", "noop", {
+        "reason": reason, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})  # fmt: skip
+    if not store.create_new(f"log/{_n(n)}", record.to_json()):
+        raise GroupError(f"log/{_n(n)} was written meanwhile: nothing is written")
 
 
 def group_status(
@@ -268,6 +301,19 @@ class GroupMember:
         if spark is not None:
             shared_log_store(spark, settings.sink.path)
         probe(self.store)
+        self.records: dict[int, Record] = {}  # the log as read (by replica number, from 1)
+        self.ids: dict[str, int] = {}
+        # What this member's fold depends on (routes, targets' modes and policies, the
+        # record format): in its join record and the decisions it publishes; a member
+        # whose settings differ from them refuses to go on (``conflict``, sticky).
+        self.summary = settings.fold_summary()
+        self.fingerprint = settings_fingerprint(self.summary)
+        self.conflict: str | None = None
+        self._unknown_warned = False
+        # Refused before it claims an epoch (a run refused at its start supersedes none):
+        # a member that joined with other settings, a log with a gap.
+        self.read()
+        self.check_gap()
         self.epoch = self.store.claim_next(
             f"members/{self.member}/epochs",
             {"app_id": app_id, "checkpoint": settings.checkpoint,
@@ -275,8 +321,6 @@ class GroupMember:
         )  # fmt: skip
         # Batches, the owner's work and the idle heartbeat's fold: one at a time.
         self.lock = threading.RLock()
-        self.records: dict[int, Record] = {}  # the log as read (by replica number, from 1)
-        self.ids: dict[str, int] = {}
         self.ack = 0  # every write this member may still make is planned at or past it
         self.batch: int | None = None  # the last batch saved
         self.beat = 0
@@ -321,9 +365,58 @@ class GroupMember:
         order: ``records`` holds 1..n without a gap."""
         have = len(self.records)
         for n, value in self.store.log(have - 1):
-            record = Record.from_json(value)
+            # a stored value that is not a record is read as an ``invalid`` one: the
+            # fold refuses it with the reason, in every member alike
+            record = Record.read(value)
             self.records[n + 1] = record
-            self.ids.setdefault(record.id, n + 1)
+            if record.id:
+                self.ids.setdefault(record.id, n + 1)
+            if record.kind == "join":
+                self.check_settings(record.body.get("settings"),
+                                    f"member {record.job} joined (log record {n + 1})")  # fmt: skip
+        if self.conflict is not None:
+            raise GroupError(self.conflict)
+
+    def check_settings(self, settings: Any, what: str) -> None:
+        """Refuse to go on (``conflict``, raised by every later :meth:`read`) when a join
+        or a published decision carries a settings fingerprint other than this member's.
+        One without a fingerprint (written by an earlier version) cannot be checked: a
+        warning, once."""
+        if not isinstance(settings, dict) or not isinstance(settings.get("fingerprint"), str):
+            if not self._unknown_warned:
+                self._unknown_warned = True
+                log.warning(
+                    "group %s: %s without a settings fingerprint (an earlier version's "
+                    "record): member %s cannot check that its routes and targets are the "
+                    "group's", self.co.group, what, self.member,
+                )  # fmt: skip
+            return
+        if settings["fingerprint"] == self.fingerprint or self.conflict is not None:
+            return
+        theirs = settings.get("summary")
+        diff = settings_differences(self.summary, theirs) if isinstance(theirs, dict) else []
+        self.conflict = (
+            f"group {self.co.group}: {what} with settings that differ from member "
+            f"{self.member}'s: {'; '.join(diff) or 'fingerprint ' + settings['fingerprint']}. "
+            "Members whose routes or targets' modes or policies differ fold the group log "
+            "differently (one is fenced, or waits in its gate, for good): give every job of "
+            "the group the same routes and targets and start this one again; changing them "
+            "in a running group needs a new group (docs/groups.md)"
+        )
+        log.error("%s", self.conflict)
+
+    def check_gap(self) -> None:
+        """A group log with a gap stops every member: the error names the number and the
+        repair (``shardmerge group repair --fill-gap N``)."""
+        n = log_gap(self.store)
+        if n is not None:
+            raise GroupError(
+                f"group {self.co.group}: the group log has no record {n} (log/{_n(n)}) while "
+                "later ones exist: no member reads past it. If it was lost (deleted by hand), "
+                f"fill it with a no-op record: shardmerge group repair --config JOB.yaml "
+                f"--fill-gap {n} --yes (docs/groups.md); the job that appended it appends it "
+                "again when its batch runs again"
+            )
 
     def append(self, record: Record) -> int:
         """``record`` at the log's first free number, or the number its id has already."""
@@ -335,7 +428,11 @@ class GroupMember:
         # Read up to it: the numbers before it may be other members' appends of the
         # meantime (a record kept out of order would leave them unread).
         self.read()
-        seq = self.ids[record.id]
+        seq = self.ids.get(record.id)
+        if seq is None:
+            self.check_gap()
+            raise GroupError(f"group log record {record.id} was appended at {taken} and is "
+                             "not in the log as read")  # fmt: skip
         if seq != taken:
             raise GroupError(f"group log record {record.id} is at {seq}, appended at {taken}")
         crash_point(f"group_appended_{record.kind}")
@@ -359,11 +456,23 @@ class GroupMember:
         for f in folded:
             for d, version in zip(f.decisions, f.versions, strict=True):
                 if isinstance(d, CreateTarget | ApplyDDL):
-                    self.store.create_new(
-                        f"decisions/{d.target}/{_n(version)}",
-                        {"seq": f.seq, "decision": decision_to_json(d), "at": time.time()},
-                    )
+                    name = f"decisions/{d.target}/{_n(version)}"
+                    settings = {"fingerprint": self.fingerprint, "summary": self.summary}
+                    if not self.store.create_new(name, {
+                            "seq": f.seq, "decision": decision_to_json(d), "at": time.time(),
+                            "member": self.member, "settings": settings}):  # fmt: skip
+                        # published by another member: decided with the same settings?
+                        self.check_published(self.store.read(name), f"{d.target} v{version}")
         return folded
+
+    def check_published(self, published: dict[str, Any] | None, what: str) -> None:
+        """A published decision's settings fingerprint against this member's."""
+        if published is None:
+            return
+        who = f"member {published['member']}" if "member" in published else "a member"
+        self.check_settings(published.get("settings"), f"{who} published {what}")
+        if self.conflict is not None:
+            raise GroupError(self.conflict)
 
     # --- versions ---------------------------------------------------------------------------
 
@@ -484,6 +593,7 @@ class GroupMember:
                 if published is None:
                     waiting.append(f"{target} v{want}: its decision is not published yet")
                     break
+                self.check_published(published, f"{target} v{want}")
                 seq = int(published["seq"])
                 late = [v.member for v in views if v.live and v.member != self.member
                         and (v.ack is None or int(v.ack) < seq)]  # fmt: skip
@@ -583,7 +693,8 @@ class GroupMember:
         but the registrations of the tables its first batch creates before it, so every
         member's tables are in the fold before anyone's DDL: a rename cannot complete
         among one member's shards while another member's are still unknown."""
-        self.append(Record(f"{self.member}:join", self.member, "join", {}))
+        settings = {"fingerprint": self.fingerprint, "summary": self.summary}
+        self.append(Record(f"{self.member}:join", self.member, "join", {"settings": settings}))
 
         def pending() -> str | None:
             missing = self.missing()

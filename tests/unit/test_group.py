@@ -299,3 +299,30 @@ def test_a_job_stopped_anywhere_in_a_batch_ends_as_one_job_does(
     assert len(ids) == len(set(ids))  # a batch run again appended nothing twice
     locks = [(lock["stage"], lock["blocked"]) for lock in seen.locks]
     assert (seen.columns(), sorted_rows(seen), locks, True) == ONE_JOB
+
+
+def test_a_record_of_the_wrong_shape_is_refused_alike_in_every_replica() -> None:
+    log = group_log()
+    bad = [
+        Record("eu:b1", "eu", "shadow", {"shard": "s1.db1.tb1", "seen": 5}),
+        Record("eu:b2", "eu", "prints", {"shard": "s1.db1.tb1", "seen": [[1, 2]]}),
+        Record("eu:b3", "eu", "ddl", {"shard": ["s1"], "sql": "x"}),
+        Record("eu:b4", "eu", "command", {"command": "unlock"}),
+        Record("eu:b5", "eu", "register", {"shard": "s3.db1.tb1", "create": None}),
+        Record.read({"id": "eu:b6", "job": "eu", "kind": "ddl", "body": "x"}),
+        Record.read(["not", "a", "record"]),
+        Record("op:n", "operator", "noop", {"reason": "a gap filled"}),
+    ]
+    # as a member reads its store (Record.read): the unreadable ones stand for themselves
+    records = log.read(0) + [(len(log) + i, r) for i, r in enumerate(bad, start=1)]
+    a, b = replica(), replica()
+    folded = a.fold(records)
+    for seq, record in records:
+        b.fold([(seq, record)])
+    assert a.snapshot() == b.snapshot() and a.versions == {T: 2}
+    why = {f.record.id: f.refused for f in folded[6:]}
+    assert [w is not None for w in why.values()] == [True] * 7 + [False]
+    assert "malformed shadow record: 'seen' must be a list" in (why["eu:b1"] or "")
+    assert "malformed ddl record: 'shard' must be a string" in (why["eu:b3"] or "")
+    assert "body is an object" in (why["eu:b6"] or "")
+    assert [seq for seq, _ in a.refused][-7:] == list(range(7, 14))

@@ -375,3 +375,159 @@ def test_rows_ahead_of_a_ddl_reach_every_replica_through_the_log(tmp_path: Path)
 
 
 # --- names, settings fingerprints, malformed records and gaps (review findings 1-3) -------
+
+
+def test_member_and_group_names_are_refused_unless_safe(tmp_path: Path) -> None:
+    from streaming.config import ConfigError, load_settings
+
+    config = tmp_path / "job.yaml"
+    for co, field, value in [
+        ({"members": ["a", "../../x"]}, "coordination.members", "'../../x'"),
+        ({"group": "../g"}, "coordination.group", "'../g'"),
+        ({"member": "a/b", "members": ["a/b"]}, "coordination.member", "'a/b'"),
+        ({"members": ["a", "x" * 65]}, "coordination.members", "'" + "x" * 65 + "'"),
+    ]:
+        data = settings(tmp_path, "a").model_dump(mode="json", exclude_none=True)
+        data["coordination"].update(co)
+        config.write_text(__import__("yaml").safe_dump(data))
+        with pytest.raises(ConfigError, match="is not a valid name") as e:
+            load_settings(config)
+        assert field in str(e.value) and value in str(e.value), str(e.value)
+    assert settings(tmp_path, "a", members=["a", "b.2_x-y"]).coordination is not None
+
+
+def test_group_show_escapes_what_it_reads_from_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    from shardmerge.cli import main
+
+    clock = Clock()
+    a = member(tmp_path, "a", clock)
+    # a term whose member names no job, with a terminal escape in it (a hand-edited store)
+    a.store.create_new("terms/000000000000.json", {"member": "x\x1b[2J\u202e", "epoch": 0})
+    config = tmp_path / "a.yaml"
+    config.write_text(yaml.safe_dump(a.settings.model_dump(mode="json", exclude_none=True)))
+    assert main(["group", "show", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out
+    assert "owner: x\\x1b[2J\\u202e (term 0" in out
+
+
+def pessimistic(tmp: Path, name: str, clock: Clock) -> GroupMember:
+    """Member ``name`` with the target pessimistic (a policy changed by a restart)."""
+    data = settings(tmp, name).model_dump(mode="json", exclude_none=True)
+    data["targets"] = {"shop.orders": {"mode": "pessimistic"}}
+    s = Settings.model_validate(data)
+    return GroupMember(None, s, f"app-{name}", store=GroupStore(LocalRecords(), s.group_root()),
+                       clock=clock)  # fmt: skip
+
+
+def test_a_member_whose_settings_differ_from_a_joined_one_refuses_to_go_on(
+    tmp_path: Path,
+) -> None:
+    from coordinator.group import GroupError
+
+    clock = Clock()
+    b = pessimistic(tmp_path, "b", clock)  # started before a joined
+    a = member(tmp_path, "a", clock, gate_timeout_s=0.01)
+    with pytest.raises(GroupWaitTimeout):
+        a.join(None)
+    join = a.store.read_numbered("log", 0)
+    assert join is not None and join["body"]["settings"]["fingerprint"] == a.fingerprint
+    # b, running, reads a's join: it refuses to go on, naming a and what differs
+    with pytest.raises(GroupError, match="member a joined") as e:
+        b.missing()
+    assert 'targets.shop.orders.mode ("pessimistic" here, "optimistic" there)' in str(e.value)
+    with pytest.raises(GroupError, match="member a joined"):  # on every later read too
+        b.read()
+    # b started again with those settings: refused at its start, before its epoch
+    with pytest.raises(GroupError, match=r"targets\.shop\.orders\.mode"):
+        pessimistic(tmp_path, "b", clock)
+    assert a.store.numbers("members/b/epochs") == [0]
+    member(tmp_path, "b", clock)  # with the group's settings it starts
+
+
+def test_a_decision_published_with_other_settings_stops_the_member_that_reads_it(
+    tmp_path: Path,
+) -> None:
+    from coordinator.group import GroupError
+
+    clock = Clock()
+    a, b = member(tmp_path, "a", clock), pessimistic(tmp_path, "b", clock)
+    a.append(ddl("a", "s1.db_0.orders_0", CREATE, 1))
+    a.fold(replica(a))
+    published = a.store.read("decisions/shop.orders/000000000001.json")
+    assert published is not None and published["settings"]["fingerprint"] == a.fingerprint
+    with pytest.raises(GroupError, match=r"member a published shop\.orders v1 with settings"):
+        b.fold(replica(b))
+
+
+def test_records_without_a_fingerprint_are_taken_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = Clock()
+    a, b = member(tmp_path, "a", clock), member(tmp_path, "b", clock)
+    a.store.append(Record("a:join", "a", "join", {}).to_json())  # an earlier version's
+    b.store.append(Record("b:join", "b", "join", {}).to_json())
+    with caplog.at_level("WARNING", logger="shardmerge.group"):
+        assert b.missing() == []
+    assert sum("without a settings fingerprint" in r.message for r in caplog.records) == 1
+
+
+def test_a_malformed_record_is_refused_alike_by_every_member(tmp_path: Path) -> None:
+    clock = Clock()
+    a, b = member(tmp_path, "a", clock), member(tmp_path, "b", clock)
+    a.store.append({"id": "a:x", "job": "a", "kind": "ddl", "body": []})  # not an object
+    a.store.append({"id": "a:y", "job": "a", "kind": "shadow",
+                    "body": {"shard": "s1.db_0.orders_0", "seen": 5}})  # fmt: skip
+    a.store.append({"id": "a:z", "job": "a", "kind": "command", "body": {"command": "x"}})
+    a.append(ddl("a", "s1.db_0.orders_0", CREATE, 1))
+    ra, rb = replica(a), replica(b)
+    folded = a.fold(ra)
+    b.fold(rb)
+    assert [f.refused is not None for f in folded] == [True, True, True, False]
+    assert "body is an object" in (folded[0].refused or "")
+    assert "'seen' must be a list" in (folded[1].refused or "")
+    assert "'command' must be an object" in (folded[2].refused or "")
+    assert ra.versions[TARGET] == 1 and ra.meta() == rb.meta()
+    assert [seq for seq, _ in ra.refused] == [1, 2, 3]
+
+
+def test_a_gap_in_the_log_names_the_number_and_the_repair_fills_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    import yaml
+
+    from coordinator.group import GroupError
+    from shardmerge.cli import main
+
+    clock = Clock()
+    a, b = member(tmp_path, "a", clock), member(tmp_path, "b", clock)
+    for at in (1, 2, 3):
+        a.append(ddl("a", "s1.db_0.orders_0", CREATE, at))
+    os.remove(a.store.uri("log", "000000000001.json")[len("file://") :])  # lost by hand
+    # b has not read past it: its append lands past the gap, which it names (no KeyError)
+    with pytest.raises(GroupError, match=r"no record 1 .*--fill-gap 1 --yes"):
+        b.append(ddl("b", "s2.db_1.orders_0", CREATE, 1))
+    with pytest.raises(GroupError, match=r"no record 1 "):  # and a start is refused
+        member(tmp_path, "b", clock)
+    config = tmp_path / "a.yaml"
+    config.write_text(yaml.safe_dump(a.settings.model_dump(mode="json", exclude_none=True)))
+    assert main(["group", "show", "--config", str(config)]) == 0
+    assert "no record 1 while later ones exist" in capsys.readouterr().out
+    repair = ["group", "repair", "--config", str(config)]
+    assert main([*repair, "--fill-gap", "1"]) == 2  # not without --yes
+    assert main([*repair, "--fill-gap", "0", "--yes"]) == 2  # not a gap
+    assert main([*repair, "--fill-gap", "9", "--yes"]) == 2  # past the end
+    assert a.store.read_numbered("log", 1) is None
+    assert main([*repair, "--fill-gap", "1", "--yes"]) == 0
+    assert "a no-op record written" in capsys.readouterr().out
+    b = member(tmp_path, "b", clock)
+    folded = b.fold(replica(b))
+    assert [(f.record.kind, f.record.job, f.refused) for f in folded] == [
+        ("ddl", "a", None), ("noop", "operator", None), ("ddl", "a", None), ("ddl", "b", None),
+    ]  # fmt: skip
