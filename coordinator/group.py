@@ -44,6 +44,7 @@ from shardmerge.errors import ShardMergeError
 
 __all__ = [
     "RECORD_FORMAT",
+    "Ack",
     "Folded",
     "GroupError",
     "GroupLog",
@@ -54,8 +55,10 @@ __all__ = [
     "body_problem",
     "decision_from_json",
     "decision_to_json",
+    "owner_waits_for",
     "settings_differences",
     "settings_fingerprint",
+    "stale_change",
 ]
 
 # The version of the records' format and of the fold that reads them: part of every
@@ -384,6 +387,53 @@ class Replica:
 # --- the shape of a record's body -------------------------------------------------------------
 
 _SHARD = {"register", "ddl", "await", "ahead", "shadow", "prints", "stop"}
+
+
+# --- the owner's rules (G5), as the job and the memory engine both apply them ------------
+
+
+@dataclass(frozen=True)
+class Ack:
+    """What the owner knows of one member before it moves a table to its next version:
+    whether the member is ``live`` (heartbeating, or within its lease), whether it
+    ``folded`` the log record that decided that version, and whether it still has a write
+    ``planned_below`` that version (the memory engine's outbox; the streaming job's
+    member plans its writes at its fold, so it has none once it folded)."""
+
+    member: str
+    live: bool
+    folded: bool
+    planned_below: bool = False
+
+
+def owner_waits_for(acks: Iterable[Ack]) -> list[str]:
+    """G5: the members the owner waits for before it moves a table from ``v`` to ``v+1``:
+    every live one that has not folded the decision of ``v+1``, or still has a write
+    planned below it. A member that is down is not waited for (it is fenced when it comes
+    back: G4). Empty: the owner may run the change."""
+    return [a.member for a in acks if a.live and (not a.folded or a.planned_below)]
+
+
+def stale_change(
+    before: Iterable[str], after: Iterable[str], have: Iterable[str], statement: str
+) -> str | None:
+    """Whether a table whose columns are ``have`` is where a change from the columns
+    ``before`` to ``after`` starts (names compared case-blind): None (run it), ``"done"``
+    (it has the change already: an owner ran it and stopped before recording it), or why
+    neither (an owner that stopped past its lease must not run an old change over a newer
+    one: a column added again after it was renamed). Judged on the columns the change adds
+    or takes away; a change of types only is run (a sink changes a type once)."""
+    old, new = {c.lower() for c in before}, {c.lower() for c in after}
+    cols = {c.lower() for c in have}
+    gone, added = old - new, new - old
+    if gone <= cols and not (added & cols):
+        return None
+    if added <= cols and not (gone & cols):
+        return "done"
+    return (
+        f"the table's columns are neither those before {statement!r} nor those after it: "
+        "another owner changed it since; nothing is run"
+    )
 
 
 def body_problem(kind: str, body: Mapping[str, Any]) -> str | None:

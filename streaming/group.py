@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 
 from coordinator.decisions import ApplyDDL, CreateTarget
 from coordinator.group import (
+    Ack,
     Folded,
     GroupError,
     Record,
@@ -52,8 +53,10 @@ from coordinator.group import (
     batch_records,
     decision_from_json,
     decision_to_json,
+    owner_waits_for,
     settings_differences,
     settings_fingerprint,
+    stale_change,
 )
 from coordinator.ids import TargetId
 from shardmerge.errors import ShardMergeError
@@ -595,8 +598,11 @@ class GroupMember:
                     break
                 self.check_published(published, f"{target} v{want}")
                 seq = int(published["seq"])
-                late = [v.member for v in views if v.live and v.member != self.member
-                        and (v.ack is None or int(v.ack) < seq)]  # fmt: skip
+                # G5: every live member folded the record that decided it
+                late = owner_waits_for(
+                    Ack(v.member, v.live, v.ack is not None and int(v.ack) >= seq)
+                    for v in views if v.member != self.member
+                )  # fmt: skip
                 if late:
                     waiting.append(
                         f"{target} v{want}: waiting for {', '.join(late)} to fold log record {seq}"
@@ -663,18 +669,8 @@ class GroupMember:
         before = self.store.read(f"decisions/{d.target}/{_n(version - 1)}")
         if before is None:
             return f"the decision of version {version - 1} is not in the group store"
-        old = {c.name.lower() for c in decision_from_json(before["decision"]).schema.columns}
-        new = {c.name.lower() for c in d.schema.columns}
-        have = set(sink.columns(d.target))
-        gone, added = old - new, new - old
-        if gone <= have and not (added & have):
-            return None
-        if added <= have and not (gone & have):
-            return "done"
-        return (
-            f"the table's columns are neither those before {d.statement!r} nor those after "
-            "it: another owner changed it since; nothing is run"
-        )
+        old = decision_from_json(before["decision"]).schema.column_names()
+        return stale_change(old, d.schema.column_names(), sink.columns(d.target), d.statement)
 
     # --- joining -----------------------------------------------------------------------------
 

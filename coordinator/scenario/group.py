@@ -43,7 +43,15 @@ from typing import Any
 
 from coordinator.commands import parse_command
 from coordinator.decisions import ApplyDDL, CreateTarget, Decision, Release, Rename, Truncate
-from coordinator.group import MemoryLog, Record, Replica, batch_records
+from coordinator.group import (
+    Ack,
+    MemoryLog,
+    Record,
+    Replica,
+    batch_records,
+    owner_waits_for,
+    stale_change,
+)
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.routing import TableKind
 from coordinator.scenario.downstream import NEVER_REGISTERED, DeadLetter, MemoryTable
@@ -448,12 +456,20 @@ class GroupEngine:
             for (target, version), d in sorted(self.decided.items(), key=lambda kv: kv[0][1]):
                 if version != self.versions.get(target, 0) + 1:
                     continue
-                if not all(self.acked(j, target, version) for j in self.jobs.values()
-                           if self.live(j)):  # fmt: skip
+                acks = (self.ack(j, target, version) for j in self.jobs.values())
+                if owner_waits_for(acks):  # G5, as the streaming job's owner applies it
                     continue
                 if isinstance(d, CreateTarget):
                     self.tables.setdefault(target, MemoryTable.create(d))
                 else:
+                    before = self.decided[(target, version - 1)].schema.column_names()
+                    have = self.tables[target].schema.column_names()
+                    # the job's owner checks the table first (an owner that stopped inside
+                    # its change); none stops there in this engine, so any answer but
+                    # "run it" is a defect of the engine
+                    stale = stale_change(before, d.schema.column_names(), have, d.statement)
+                    if stale is not None:
+                        raise AssertionError(f"{target} v{version}: {stale}")
                     self.tables[target].apply(d)
                 self.versions[target] = version
                 progress = True
@@ -461,10 +477,12 @@ class GroupEngine:
             if not job.paused:
                 self.drain(job)
 
-    @staticmethod
-    def acked(job: _Job, target: TargetId, version: int) -> bool:
-        return job.replica.versions.get(target, 0) >= version and not any(
-            w.target == target and w.version < version for w in job.outbox
+    def ack(self, job: _Job, target: TargetId, version: int) -> Ack:
+        return Ack(
+            job.name,
+            self.live(job),
+            job.replica.versions.get(target, 0) >= version,
+            any(w.target == target and w.version < version for w in job.outbox),
         )
 
     def settle(self) -> None:

@@ -326,3 +326,28 @@ def test_a_record_of_the_wrong_shape_is_refused_alike_in_every_replica() -> None
     assert "malformed ddl record: 'shard' must be a string" in (why["eu:b3"] or "")
     assert "body is an object" in (why["eu:b6"] or "")
     assert [seq for seq, _ in a.refused][-7:] == list(range(7, 14))
+
+
+def test_the_owner_waits_for_every_live_member_that_has_not_folded_the_decision() -> None:
+    from coordinator.group import Ack, owner_waits_for
+
+    acks = [
+        Ack("a", live=True, folded=True),
+        Ack("b", live=True, folded=False),  # has not folded it: waited for
+        Ack("c", live=False, folded=False),  # down: fenced when it comes back (G4)
+        Ack("d", live=True, folded=True, planned_below=True),  # a write planned below it
+    ]
+    assert owner_waits_for(acks) == ["b", "d"]
+    assert owner_waits_for([Ack("a", True, True), Ack("c", False, False)]) == []
+
+
+def test_a_change_is_run_only_on_the_table_it_starts_from() -> None:
+    from coordinator.group import stale_change
+
+    before, after = ["id", "Memo"], ["id", "note"]  # RENAME memo TO note
+    assert stale_change(before, after, ["ID", "memo"], "r") is None  # case-blind
+    assert stale_change(before, after, ["id", "note"], "r") == "done"
+    # memo added again after the rename: neither before nor after
+    why = stale_change(before, after, ["id", "memo", "note"], "RENAME")
+    assert why is not None and "'RENAME'" in why and "nothing is run" in why
+    assert stale_change(["id", "a"], ["id", "a"], ["id", "a"], "MODIFY a BIGINT") is None
