@@ -15,9 +15,13 @@ Besides the file's expectations, the end state is checked against an **oracle re
 the shards themselves**: the union of ``SELECT *`` of every routed table, projected onto
 the downstream columns (a column a shard lacks takes its default or NULL; extract columns
 take the shard's names), over the rows that routed tables held when a step dropped them
-(DROP TABLE, DROP DATABASE: those rows stay downstream). The oracle is compared only when
-the downstream should equal it: no error, no lock, no operator step (a skipped or replaced
-DDL makes them differ on purpose).
+(DROP TABLE, DROP DATABASE: those rows stay downstream). The oracle is compared unless the
+file says the downstream differs from it on purpose (``_MariaRun.oracle_exemption``, the one
+list: an expected error or open lock, an operator step that skips or replaces a DDL, a shard
+table or column dropped while its rows stay downstream); an oracle the run leaves no way to
+compare (no table, an error, an open lock the file does not expect) is a failure. The
+result's ``oracle`` says which (``compared``, ``exempt: ...``, ``not compared: ...``), and
+the tests assert it.
 
 A step's statement runs in its shard's database when that exists, without a default
 database otherwise (``CREATE DATABASE`` after a ``DROP DATABASE``).
@@ -164,6 +168,8 @@ class _MariaRun(_Run):
         # Real gh-ost migrations (SHARDMERGE_GH_OST), per shadow table: see create_tables.
         self.gh_ost = ghost_binary.binary()
         self.migrations: dict[ShardId, ghost_binary.GhostMigration] = {}
+        # What finish did with the oracle: compared, exempt: why, not compared: why.
+        self.oracle_outcome = "not compared: the run did not finish"
 
     # --- the upstream ------------------------------------------------------------------
 
@@ -423,11 +429,23 @@ class _MariaRun(_Run):
                 self.consumer.close()
 
     def finish(self, seen: Observation) -> list[str]:
-        reason = self.oracle_skipped(seen)
-        if reason:
-            print(f"    oracle not compared: {reason}", file=sys.stderr)
+        """Compare the end state with the oracle; ``oracle`` in the output says whether it
+        was (``compared``), why the file exempts it (``exempt: ...``), or why it could not
+        be (``not compared: ...``, a failure)."""
+        exempt = self.oracle_exemption(seen)
+        if exempt:
+            self.oracle_outcome = f"exempt: {exempt}"
+            print(f"    oracle not compared: {exempt}", file=sys.stderr)
             return []
+        unreachable = self.oracle_unreachable(seen)
+        if unreachable:
+            self.oracle_outcome = f"not compared: {unreachable}"
+            return [
+                f"oracle not compared: {unreachable}, which the file does not expect "
+                "(the reasons a file may exempt its oracle: _MariaRun.oracle_exemption)"
+            ]
         assert seen.schema is not None
+        self.oracle_outcome = "compared"
         want = Counter(row_key(r) for r in self.oracle(seen))
         got = Counter(row_key(r) for r in seen.rows)
         if want == got:
@@ -438,15 +456,28 @@ class _MariaRun(_Run):
         extra = sorted((got - want).elements())
         return [f"oracle (the shards' own rows) differs; missing {missing}, unexpected {extra}"]
 
-    def oracle_skipped(self, seen: Observation) -> str | None:
-        if seen.schema is None:
-            return "no downstream table"
-        if seen.error is not None:
-            return "the run stopped with an error"
-        if any(lock["stage"] != "none" or lock["blocked"] for lock in seen.locks):
-            return "a lock is open"
+    def finish_output(self) -> dict[str, Any]:
+        return {"oracle": self.oracle_outcome}
+
+    def oracle_exemption(self, seen: Observation) -> str | None:
+        """Why the file's end state differs from the shards' own rows on purpose, or None.
+
+        The one list of reasons the oracle comparison may be left out. Each follows from
+        the file (what it expects, its operator steps, its DROPs), never from the run
+        alone: a run that ends without a table, with an error or with a lock open where
+        its file expects none is a failure (``oracle_unreachable``), not a skip.
+        """
+        expect = self.scenario.expect
+        if expect is not None and expect.error is not None:
+            return "the file expects the run to stop with an error"
+        if expect is not None and (
+            expect.blocked or any(stage != "none" for stage in (expect.locks or {}).values())
+        ):
+            return "the file expects a lock open at the end (held rows are not downstream)"
         if any(step.operator for step in self.scenario.steps):
             return "an operator step changed what reaches the downstream"
+        if seen.schema is None:
+            return None
         extract = self.scenario.extract.model_dump() if self.scenario.extract else {}
         data = {c.key for c in seen.schema.columns} - {(n or "").lower() for n in extract.values()}
         differ = sorted({str(s) for s, row in self.dropped_rows if set(row) != data})
@@ -461,6 +492,17 @@ class _MariaRun(_Run):
                 f"column(s) {', '.join(kept)} dropped on a shard stay downstream with the "
                 "values the shard had (a DROP COLUMN waits for the last shard)"
             )
+        return None
+
+    @staticmethod
+    def oracle_unreachable(seen: Observation) -> str | None:
+        """What in the run's end state keeps the oracle from being compared, or None."""
+        if seen.schema is None:
+            return "no downstream table"
+        if seen.error is not None:
+            return f"the run stopped with an error ({seen.error})"
+        if any(lock["stage"] != "none" or lock["blocked"] for lock in seen.locks):
+            return "a lock is open"
         return None
 
     def step_changes(self) -> Iterator[tuple[ShardId, Any]]:

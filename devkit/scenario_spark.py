@@ -316,6 +316,7 @@ class _Run:
             "failures": failures,
             **({"moves": seen.moves} if seen.moves else {}),
             **({"dead_letters": seen.dead_letter_rows()} if seen.dead_letters else {}),
+            **self.finish_output(),
         }
         self.close_producers()
         name = self.scenario.name
@@ -339,6 +340,10 @@ class _Run:
     def finish(self, seen: Observation) -> list[str]:
         """Checks an engine adds after the run (none here)."""
         return []
+
+    def finish_output(self) -> dict[str, Any]:
+        """What those checks report in the result's output (none here)."""
+        return {}
 
     def step(self, step: Step) -> Iterator[None]:
         """One step; yields where the job must catch up first (an observation, a command)."""

@@ -1,7 +1,7 @@
 """The real upstream end to end: scenario steps run as SQL on MariaDB shards, Debezium's
 MariaDB connector captures them on Kafka Connect, the streaming job replicates them to
 Delta; the Delta table is checked against the file's expectations and against the shards'
-own rows (``devkit/scenario_mariadb.py``).
+own rows (``devkit/scenario_mariadb.py``); each test asserts that comparison ran.
 
 A time-bounded subset runs here; ``scripts/scenarios-mariadb`` runs every shipped file.
 """
@@ -49,6 +49,8 @@ def test_scenario_on_real_mariadb_and_debezium(session: MariaDbScenarioSession, 
     result = session.run(load_scenario(ROOT / name))
     assert result.output["failures"] == []
     assert result.ok
+    # every file here ends as its shards do: the oracle ran (an exemption would skip it)
+    assert result.output["oracle"] == "compared"
 
 
 class _SnapshotRun(_MariaRun):
@@ -105,4 +107,5 @@ def test_snapshot_rows_and_a_table_created_later_join_the_target(session):
     ] + [Step(shard="s2.db1.orders", insert={"id": 20, "total": "20.00"})]
     result = _SnapshotRun(session, scenario, before).run()
     assert result.output["failures"] == []
+    assert result.output["oracle"] == "compared"
     assert len(result.output["rows"]) == 6

@@ -3,7 +3,8 @@
 The job's state here is a real coordinator's (4 shards of a pessimistic target, 2 of them
 held on an ADD COLUMN) persisted by the real state store, as a batch leaves it; the full
 path with Kafka, Spark, Delta and a browser is tests/integration/test_dashboard.py. The state
-store goes through the Spark session's Hadoop FileSystem, hence the session here."""
+store goes through the Spark session's Hadoop FileSystem, hence the session (and the spark
+marker) for every test that serves; the rest are pure."""
 
 from __future__ import annotations
 
@@ -118,6 +119,7 @@ def call(server: OpsServer, method: str, path: str, body=None, headers=None, *, 
     return r.status, r.headers, raw  # case-insensitive names
 
 
+@pytest.mark.spark
 def test_locks_show_the_rollout_held_shards_and_each_shards_difference(serve):
     server, _, _ = serve()
     status, headers, raw = call(server, "GET", "/api/locks")
@@ -146,12 +148,14 @@ def test_locks_show_the_rollout_held_shards_and_each_shards_difference(serve):
     assert w["rows"] == 0  # no stash counts in this test (tests/integration/test_dashboard.py)
 
 
+@pytest.mark.spark
 def test_without_a_token_on_loopback_other_host_names_are_refused(serve):
     server, _, _ = serve()
     status, _, _ = call(server, "GET", "/api/locks", headers={"Host": "evil.example:80"})
     assert status == 403
 
 
+@pytest.mark.spark
 def test_with_a_token_every_request_but_the_pages_files_needs_it(serve):
     server, _, _ = serve(token=TOKEN)
     assert not server.generated and server.page == server.url  # never logged
@@ -171,6 +175,7 @@ def test_with_a_token_every_request_but_the_pages_files_needs_it(serve):
     assert ok[0] == 202, ok
 
 
+@pytest.mark.spark
 def test_without_a_token_one_is_generated_and_every_post_needs_it(serve, tmp_path: Path):
     server, _, _ = serve()
     assert server.generated and len(server.token) >= 32
@@ -199,6 +204,7 @@ def test_any_address_but_loopback_requires_a_token(tmp_path: Path):
     assert settings(tmp_path, bind="0.0.0.0", token=TOKEN).ops.bind == "0.0.0.0"
 
 
+@pytest.mark.spark
 def test_commands_are_post_only_and_go_to_the_clis_durable_inbox(serve, spark):
     server, s, _ = serve()
     body = {"target": "shop.orders", "shard": "s1.shop.orders_1", "action": "skip"}
@@ -227,6 +233,7 @@ def test_commands_are_post_only_and_go_to_the_clis_durable_inbox(serve, spark):
     assert status == 404 and "no queued command nope" in json.loads(raw)["error"]
 
 
+@pytest.mark.spark
 def test_commands_refused_unless_json_from_the_same_origin_and_well_formed(serve, spark):
     server, s, _ = serve()
     _, port = server.address
@@ -268,6 +275,7 @@ def test_commands_refused_unless_json_from_the_same_origin_and_well_formed(serve
         command_from_json({"target": "shop.orders", "action": "skip"})  # skip needs a shard
 
 
+@pytest.mark.spark
 def test_no_cors_headers_ever(serve):
     server, _, _ = serve()
     for method, path in (("GET", "/api/locks"), ("OPTIONS", "/api/commands"), ("GET", "/metrics")):
@@ -275,6 +283,7 @@ def test_no_cors_headers_ever(serve):
         assert not [h for h in headers if h.lower().startswith("access-control-")]
 
 
+@pytest.mark.spark
 def test_metrics_parse_and_match_the_jobs_state(serve):
     server, _, _ = serve()
     status, headers, raw = call(server, "GET", "/metrics")
@@ -347,6 +356,7 @@ def test_ddl_kinds_are_a_bounded_set():
     assert ddl_kind("not sql at all ((") == ["other"]
 
 
+@pytest.mark.spark
 def test_every_served_metric_is_documented_and_every_documented_one_served(serve):
     server, _, _ = serve()
     served = {
@@ -369,6 +379,7 @@ def raw_request(server: OpsServer, data: bytes) -> bytes:
     return b"".join(chunks)
 
 
+@pytest.mark.spark
 def test_malformed_requests_are_answered_400_and_logged_once(serve, caplog):
     server, _, _ = serve()
     host = f"Host: 127.0.0.1:{server.address[1]}\r\n".encode()
@@ -395,6 +406,7 @@ def test_malformed_requests_are_answered_400_and_logged_once(serve, caplog):
     assert call(server, "GET", "/api/locks")[0] == 200  # and the server still answers
 
 
+@pytest.mark.spark
 def test_idle_connections_do_not_starve_a_request(serve):
     """More idle connections than worker threads (some with half a request) and a real
     request is still answered at once; the driver did not start a thread per connection."""
@@ -417,6 +429,7 @@ def test_idle_connections_do_not_starve_a_request(serve):
             sock.close()
 
 
+@pytest.mark.spark
 def test_a_failure_answers_500_with_an_incident_id_never_the_exception(serve, caplog):
     server, _, _ = serve()
 
@@ -432,6 +445,7 @@ def test_a_failure_answers_500_with_an_incident_id_never_the_exception(serve, ca
     assert logged.exc_info is not None  # the stack is in the log, under the id
 
 
+@pytest.mark.spark
 def test_gets_are_computed_at_most_once_a_second(serve):
     server, _, _ = serve()
     calls = []
@@ -450,6 +464,7 @@ def test_gets_are_computed_at_most_once_a_second(serve):
     assert len(calls) == 2
 
 
+@pytest.mark.spark
 def test_an_ipv6_loopback_bind_serves(serve):
     if not socket.has_ipv6:
         pytest.skip("no IPv6 on this machine")

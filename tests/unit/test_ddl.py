@@ -51,26 +51,30 @@ def case(sql: str, *expected: SchemaChange) -> None:
     assert parse_ddl(sql) == expected, sql
 
 
-def same(a: str, b: str, table: TableName | None = TARGET) -> None:
-    """Two statements (on two shards) mean the same change once routed to ``table``."""
-    na = [normalize(c, table) for c in parse_ddl(a)]
-    nb = [normalize(c, table) for c in parse_ddl(b)]
-    assert na == nb, f"{a!r} vs {b!r}"
+def normalizes(*sqls: str, to: SchemaChange) -> None:
+    """Each statement (one per shard, under its own table name) normalises, routed to
+    ``TARGET``, to exactly ``to``, written out here."""
+    for sql in sqls:
+        assert [normalize(c, TARGET) for c in parse_ddl(sql)] == [to], sql
 
 
-def differ(a: str, b: str) -> None:
-    na = [normalize(c, TARGET) for c in parse_ddl(a)]
-    nb = [normalize(c, TARGET) for c in parse_ddl(b)]
-    assert na != nb, f"{a!r} vs {b!r}"
+def typed(base: str, *args: int, **kw: object) -> ColumnType:
+    """A column type written out (not parsed): ``typed("DECIMAL", 10, 0)``."""
+    return ColumnType(base, *args, **kw)  # type: ignore[arg-type]
+
+
+def routed(*specs: object) -> AlterTable:
+    return AlterTable(TARGET, specs)  # type: ignore[arg-type]
 
 
 def typ(text: str, expected: ColumnType) -> None:
     assert parse_type(text) == expected, text
 
 
-def creates(sql: str, expect: str) -> None:
-    """Two CREATE TABLEs that mean the same table."""
-    assert parse_create_table(sql) == parse_create_table(expect), sql
+def reads_as(expected: TableSchema, *sqls: str) -> None:
+    """Each CREATE TABLE parses to ``expected``, written out here (not another parse)."""
+    for sql in sqls:
+        assert parse_create_table(sql) == expected, sql
 
 
 def applied(create: str, *alters: str, expect: str) -> None:
@@ -206,40 +210,80 @@ def test_create_table() -> None:
 
 
 def test_create_table_normalisation() -> None:
-    creates("CREATE TABLE t (a INTEGER(11), b NUMERIC)", "CREATE TABLE t (a INT, b DECIMAL(10,0))")
-    creates(
-        "CREATE TABLE t (id INT, PRIMARY KEY (id))", "CREATE TABLE t (id INT NOT NULL PRIMARY KEY)"
+    # synonyms and display widths: INTEGER(11) is INT, NUMERIC is DECIMAL(10,0)
+    reads_as(
+        TableSchema((Column("a", INT), Column("b", typed("DECIMAL", 10, 0)))),
+        "CREATE TABLE t (a INTEGER(11), b NUMERIC)",
+        "CREATE TABLE t (a INT, b DECIMAL(10,0))",
     )
-    creates("CREATE TABLE t (a INT DEFAULT NULL)", "CREATE TABLE t (a INT NULL)")
-    creates("CREATE TABLE t (a INT DEFAULT '5')", "CREATE TABLE t (a INT DEFAULT 5)")
-    creates("CREATE TABLE t (a VARCHAR(3) DEFAULT 5)", "CREATE TABLE t (a VARCHAR(3) DEFAULT '5')")
-    creates(
+    # a primary key column is NOT NULL, however the key is written
+    reads_as(
+        TableSchema((Column("id", INT, nullable=False),), ("id",)),
+        "CREATE TABLE t (id INT, PRIMARY KEY (id))",
+        "CREATE TABLE t (id INT NOT NULL PRIMARY KEY)",
+    )
+    # defaults as SQL text: none for NULL, a number bare, a string quoted once
+    none = TableSchema((Column("a", INT),))
+    reads_as(none, "CREATE TABLE t (a INT DEFAULT NULL)", "CREATE TABLE t (a INT NULL)")
+    five = TableSchema((Column("a", INT, default="5"),))
+    reads_as(five, "CREATE TABLE t (a INT DEFAULT '5')", "CREATE TABLE t (a INT DEFAULT 5)")
+    reads_as(
+        TableSchema((Column("a", typed("VARCHAR", 3), default="'5'"),)),
+        "CREATE TABLE t (a VARCHAR(3) DEFAULT 5)",
+        "CREATE TABLE t (a VARCHAR(3) DEFAULT '5')",
+    )
+    reads_as(
+        TableSchema((Column("a", typed("DECIMAL", 5, 2), default="1.5"),)),
         "CREATE TABLE t (a DECIMAL(5,2) DEFAULT 1.50)",
         "CREATE TABLE t (a DECIMAL(5,2) DEFAULT 1.5)",
     )
-    creates("CREATE TABLE t (a INT DEFAULT +1)", "CREATE TABLE t (a INT DEFAULT 1)")
-    creates("CREATE TABLE t (a TINYINT DEFAULT TRUE)", "CREATE TABLE t (a BOOL DEFAULT 1)")
-    creates('CREATE TABLE t (a TEXT DEFAULT "x")', "CREATE TABLE t (a TEXT DEFAULT 'x')")
-    creates(
+    one = TableSchema((Column("a", INT, default="1"),))
+    reads_as(one, "CREATE TABLE t (a INT DEFAULT +1)", "CREATE TABLE t (a INT DEFAULT 1)")
+    # BOOL is TINYINT(1), its width dropped; TRUE is 1
+    reads_as(
+        TableSchema((Column("a", typed("TINYINT"), default="1"),)),
+        "CREATE TABLE t (a TINYINT DEFAULT TRUE)",
+        "CREATE TABLE t (a BOOL DEFAULT 1)",
+    )
+    reads_as(
+        TableSchema((Column("a", typed("TEXT"), default="'x'"),)),
+        'CREATE TABLE t (a TEXT DEFAULT "x")',
+        "CREATE TABLE t (a TEXT DEFAULT 'x')",
+    )
+    # NOW() and LOCALTIMESTAMP are CURRENT_TIMESTAMP; ON UPDATE is not part of the schema
+    reads_as(
+        TableSchema((Column("ts", typed("DATETIME"), default="CURRENT_TIMESTAMP"),)),
         "CREATE TABLE t (ts DATETIME DEFAULT NOW() ON UPDATE NOW())",
         "CREATE TABLE t (ts DATETIME DEFAULT CURRENT_TIMESTAMP)",
     )
-    creates(
+    reads_as(
+        TableSchema((Column("ts", typed("TIMESTAMP", 3), default="CURRENT_TIMESTAMP(3)"),)),
         "CREATE TABLE t (ts TIMESTAMP(3) DEFAULT LOCALTIMESTAMP(3))",
         "CREATE TABLE t (ts TIMESTAMP(3) DEFAULT CURRENT_TIMESTAMP(3))",
     )
-    creates("CREATE TABLE t (a INT COMMENT 'x')", "CREATE TABLE t (a INT)")
-    creates("CREATE TABLE t (a INT) ENGINE=InnoDB ROW_FORMAT=DYNAMIC", "CREATE TABLE t (a INT)")
+    # comments and storage options are not part of the schema
+    reads_as(none, "CREATE TABLE t (a INT COMMENT 'x')", "CREATE TABLE t (a INT)")
+    reads_as(none, "CREATE TABLE t (a INT) ENGINE=InnoDB ROW_FORMAT=DYNAMIC")
 
 
 def test_create_table_charsets() -> None:
-    # A character column without charset takes the table's, as MySQL stores it.
-    creates(
+    # A character column without charset takes the table's, as MySQL stores it; utf8 is
+    # utf8mb3 (https://dev.mysql.com/doc/refman/8.0/en/charset-unicode-utf8.html).
+    a = Column("a", typed("VARCHAR", 10, charset="utf8mb3", collation="utf8mb3_bin"))
+    reads_as(
+        TableSchema((a, Column("b", INT)), charset="utf8mb3", collation="utf8mb3_bin"),
         "CREATE TABLE t (a VARCHAR(10), b INT) DEFAULT CHARSET=utf8 COLLATE=utf8_bin",
         "CREATE TABLE t (a VARCHAR(10) CHARACTER SET utf8mb3 COLLATE utf8mb3_bin, b INT)"
         " CHARSET utf8mb3 COLLATE utf8mb3_bin",
     )
-    creates(
+    # a column's own charset keeps it, without the table's collation (another charset's);
+    # a table COLLATE alone names its charset
+    reads_as(
+        TableSchema(
+            (Column("a", typed("TEXT", charset="latin1")),),
+            charset="utf8mb4",
+            collation="utf8mb4_bin",
+        ),
         "CREATE TABLE t (a TEXT CHARSET latin1) CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
         "CREATE TABLE t (a TEXT CHARACTER SET latin1) COLLATE utf8mb4_bin",
     )
@@ -504,31 +548,97 @@ def test_parse_create_table_needs_a_column_list() -> None:
 
 
 def test_normalize_case_backticks_whitespace_and_column_keyword() -> None:
-    same("ALTER TABLE tb1 ADD COLUMN `A` INT", "alter table TB2 add a int")
-    same(
+    normalizes(
+        "ALTER TABLE tb1 ADD COLUMN `A` INT",
+        "alter table TB2 add a int",
+        to=routed(AddColumn(Column("a", INT))),
+    )
+    normalizes(
         "ALTER TABLE `db1`.`tb1`  ADD\n COLUMN b INTEGER(11) AFTER `ID`",
         "ALTER TABLE tb2 ADD b INT AFTER id",
+        to=routed(AddColumn(Column("b", INT), Position("id"))),
     )
-    same("ALTER TABLE tb1 MODIFY COLUMN A VARCHAR(10);", "alter table tb2 modify a varchar(10)")
-    same("ALTER TABLE tb1 CHANGE A C INT", "ALTER TABLE tb2 CHANGE COLUMN a c INT")
-    same("ALTER TABLE tb1 DROP COLUMN B, DROP C", "ALTER TABLE tb2 DROP b, DROP COLUMN c")
-    same("ALTER TABLE tb1 ADD INDEX IX (A)", "ALTER TABLE tb2 ADD KEY ix (a)")
-    same("ALTER TABLE tb1 ADD COLUMN (b INT, c INT)", "ALTER TABLE tb2 ADD b INT, ADD c INT")
-    same(
+    normalizes(
+        "ALTER TABLE tb1 MODIFY COLUMN A VARCHAR(10);",
+        "alter table tb2 modify a varchar(10)",
+        to=routed(ModifyColumn(Column("a", typed("VARCHAR", 10)))),
+    )
+    normalizes(
+        "ALTER TABLE tb1 CHANGE A C INT",
+        "ALTER TABLE tb2 CHANGE COLUMN a c INT",
+        to=routed(ChangeColumn("a", Column("c", INT))),
+    )
+    normalizes(
+        "ALTER TABLE tb1 DROP COLUMN B, DROP C",
+        "ALTER TABLE tb2 DROP b, DROP COLUMN c",
+        to=routed(DropColumn("b"), DropColumn("c")),
+    )
+    normalizes(
+        "ALTER TABLE tb1 ADD INDEX IX (A)",
+        "ALTER TABLE tb2 ADD KEY ix (a)",
+        to=routed(AddIndex(Index("ix", ("a",)))),
+    )
+    normalizes(
+        "ALTER TABLE tb1 ADD COLUMN (b INT, c INT)",
+        "ALTER TABLE tb2 ADD b INT, ADD c INT",
+        to=routed(AddColumn(Column("b", INT)), AddColumn(Column("c", INT))),
+    )
+    normalizes(
         "CREATE TABLE tb1 (ID INT PRIMARY KEY, G INT AS (ID + 1))",
         "CREATE TABLE tb2 (id INT, g INT AS (id+1), PRIMARY KEY (id))",
+        to=CreateTable(
+            TARGET,
+            TableSchema(
+                (Column("id", INT, nullable=False), Column("g", INT, generated="id + 1")),
+                ("id",),
+            ),
+        ),
     )
-    same("RENAME TABLE tb1 TO tb3", "RENAME TABLE tb2 TO tb4")
-    same("TRUNCATE TB1", "TRUNCATE TABLE tb2")
+    # both names are the shard's: routed, the rename is the target's own name
+    normalizes("RENAME TABLE tb1 TO tb3", "RENAME TABLE tb2 TO tb4", to=RenameTable(TARGET, TARGET))
+    normalizes("TRUNCATE TB1", "TRUNCATE TABLE tb2", to=TruncateTable(TARGET))
 
 
 def test_normalize_keeps_what_matters() -> None:
-    differ("ALTER TABLE tb1 ADD COLUMN a INT", "ALTER TABLE tb2 ADD COLUMN a INT FIRST")
-    differ("ALTER TABLE tb1 ADD COLUMN a INT AFTER b", "ALTER TABLE tb2 ADD COLUMN a INT AFTER c")
-    differ("ALTER TABLE tb1 ADD COLUMN new_col1 INT", "ALTER TABLE tb2 ADD COLUMN new_col1 FLOAT")
-    differ("ALTER TABLE tb1 MODIFY b INT DEFAULT 0", "ALTER TABLE tb2 MODIFY b INT DEFAULT -1")
-    differ("ALTER TABLE tb1 CHANGE a c INT", "ALTER TABLE tb2 CHANGE a d INT")
-    differ("ALTER TABLE tb1 ADD a ENUM('X')", "ALTER TABLE tb2 ADD a ENUM('x')")
+    # each pair differs in one thing, which its normal form keeps
+    normalizes("ALTER TABLE tb1 ADD COLUMN a INT", to=routed(AddColumn(Column("a", INT))))
+    normalizes(
+        "ALTER TABLE tb2 ADD COLUMN a INT FIRST", to=routed(AddColumn(Column("a", INT), Position()))
+    )
+    normalizes(
+        "ALTER TABLE tb1 ADD COLUMN a INT AFTER b",
+        to=routed(AddColumn(Column("a", INT), Position("b"))),
+    )
+    normalizes(
+        "ALTER TABLE tb2 ADD COLUMN a INT AFTER c",
+        to=routed(AddColumn(Column("a", INT), Position("c"))),
+    )
+    normalizes(
+        "ALTER TABLE tb1 ADD COLUMN new_col1 INT", to=routed(AddColumn(Column("new_col1", INT)))
+    )
+    normalizes(
+        "ALTER TABLE tb2 ADD COLUMN new_col1 FLOAT",
+        to=routed(AddColumn(Column("new_col1", typed("FLOAT")))),
+    )
+    normalizes(
+        "ALTER TABLE tb1 MODIFY b INT DEFAULT 0",
+        to=routed(ModifyColumn(Column("b", INT, default="0"))),
+    )
+    normalizes(
+        "ALTER TABLE tb2 MODIFY b INT DEFAULT -1",
+        to=routed(ModifyColumn(Column("b", INT, default="-1"))),
+    )
+    normalizes("ALTER TABLE tb1 CHANGE a c INT", to=routed(ChangeColumn("a", Column("c", INT))))
+    normalizes("ALTER TABLE tb2 CHANGE a d INT", to=routed(ChangeColumn("a", Column("d", INT))))
+    # ENUM members are values, not identifiers: their case stays
+    normalizes(
+        "ALTER TABLE tb1 ADD a ENUM('X')",
+        to=routed(AddColumn(Column("a", typed("ENUM", members=("X",))))),
+    )
+    normalizes(
+        "ALTER TABLE tb2 ADD a ENUM('x')",
+        to=routed(AddColumn(Column("a", typed("ENUM", members=("x",))))),
+    )
 
 
 def test_normalize_routes_and_lowers_names() -> None:
