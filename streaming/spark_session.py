@@ -84,12 +84,18 @@ MANY_TABLES_CONF = {"spark.databricks.delta.delta.log.cacheSize": "64"}
 # the submitter sets these (docs/cluster.md), and a group member refuses to start without.
 LOGSTORE_CLASS = "io.shardmerge.delta.PutIfAbsentLogStore"
 LOGSTORE_SCHEMES = ("file", "s3a")
+# Delta locks each commit within the JVM when the store says a half-written file is
+# visible (OptimisticTransaction.isCommitLockEnabled), which the store says on file: so
+# that Delta writes checkpoints through a rename. Its commits are put-if-absent and need no
+# lock; kept off, as before, so threads of one session commit as separate drivers do.
+COMMIT_LOCK_KEY = "spark.databricks.delta.commitLock.enabled"
 
 
 def logstore_conf(spark_jars: list[Path]) -> dict[str, str]:
     if not any(str(j).endswith("shardmerge-logstore.jar") for j in spark_jars):
         return {}
-    return {f"spark.delta.logStore.{s}.impl": LOGSTORE_CLASS for s in LOGSTORE_SCHEMES}
+    conf = {f"spark.delta.logStore.{s}.impl": LOGSTORE_CLASS for s in LOGSTORE_SCHEMES}
+    return {**conf, COMMIT_LOCK_KEY: "false"}
 
 
 def submitted() -> bool:
