@@ -451,7 +451,9 @@ def body_problem(kind: str, body: Mapping[str, Any]) -> str | None:
     for key in strings:
         if not isinstance(body.get(key), str):
             return f"{key!r} must be a string, not {body.get(key)!r}"
-    optional = {"ddl": ("origin", "channel"), "await": ("reason",), "ahead": ("reason",)}
+    # a ddl record's ``origin`` is the upstream's own id of the statement, any JSON value
+    # (a binlog position as a list, a GTID as text, null): not checked here
+    optional = {"ddl": ("channel",), "await": ("reason",), "ahead": ("reason",)}
     for key in optional.get(kind, ()):
         if body.get(key) is not None and not isinstance(body[key], str):
             return f"{key!r} must be a string or null, not {body[key]!r}"

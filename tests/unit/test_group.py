@@ -351,3 +351,17 @@ def test_a_change_is_run_only_on_the_table_it_starts_from() -> None:
     why = stale_change(before, after, ["id", "memo", "note"], "RENAME")
     assert why is not None and "'RENAME'" in why and "nothing is run" in why
     assert stale_change(["id", "a"], ["id", "a"], ["id", "a"], "MODIFY a BIGINT") is None
+
+
+def test_a_ddl_record_whose_origin_is_a_binlog_position_is_taken() -> None:
+    """The streaming job's ``origin`` is the upstream's id of the statement: a binlog
+    position (a list) as often as a GTID (text); the fold's shape check takes either."""
+    from coordinator.group import body_problem
+
+    body = {"shard": "s1.db_0.orders_0", "sql": "ALTER TABLE orders_0 ADD COLUMN c INT",
+            "position": ["mysql-bin.000001", 36383, 0, 1795972709094, 7],
+            "origin": ["mysql-bin.000001", 36383, 0, 1795972709094], "channel": "t[0]"}  # fmt: skip
+    assert body_problem("ddl", body) is None
+    assert body_problem("ddl", {**body, "origin": "3E11FA47-71CA-11E1-9E33:23"}) is None
+    assert body_problem("ddl", {**body, "origin": None}) is None
+    assert body_problem("ddl", {**body, "channel": 7}) is not None
