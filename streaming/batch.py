@@ -243,14 +243,11 @@ class _Batch:
             self.spark, self.co, self.ex, self.sink, self.stash, self.p.settings, self.p.app_id,
             self.slots, self.batch, self.events, self.dead, self.caught, self.first, self.reread,
         ).write(rows, planner)  # fmt: skip
-        st = self.stats
-        st.events, st.written, st.held = out.events, out.written, out.held
-        st.dropped, st.replayed, st.fast_path = out.dropped, out.replayed, out.fast_path
-        st.plan_seconds = round(st.plan_seconds + out.plan_seconds, 3)
-        for target, done in out.target_rows.items():
-            counts = st.target_rows.setdefault(target, {})
-            for action, n in done.items():
-                counts[action] = counts.get(action, 0) + n
+        # one write step per batch: its counts are the batch's as they are
+        for name in ("events", "written", "held", "dropped", "replayed", "fast_path"):
+            setattr(self.stats, name, getattr(out, name))
+        self.stats.plan_seconds = round(out.plan_seconds, 3)
+        self.stats.target_rows = out.target_rows
 
     def next_version(self, what: str = "write") -> int:
         return self.slots.take(what)

@@ -204,7 +204,7 @@ class Solo:
         return 0.0  # the job's own executor brought every target to its version
 
     def ahead(self, shard: ShardId, position: Position, reason: str) -> None:
-        self.run(self.c.await_ddl(shard, position, reason))
+        self.await_ddl(shard, position, reason)  # alone, the same call as while deciding
 
     def saved(self) -> dict[str, Any]:
         return {}
