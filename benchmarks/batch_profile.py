@@ -73,7 +73,7 @@ def main() -> None:
         + f" spark.eventLog.enabled=true spark.eventLog.compress=false spark.eventLog.dir=file://{logs}"
     )
     from devkit import kafka_local
-    from streaming.spark_session import build_spark
+    from streaming.runtime.spark_session import build_spark
 
     try:
         with kafka_local.running("bench", work / "kafka") as broker:

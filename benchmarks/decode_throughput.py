@@ -7,7 +7,7 @@ the schema's scale), produces ``--events`` row changes over ``--shards`` shards 
 CREATE TABLE), then times, with Spark's batch Kafka source over every topic:
 
 - *read*: Kafka -> Spark, all values materialised (``noop`` sink), the floor;
-- *decode*: Kafka -> Spark -> :func:`streaming.decode.decode` -> every event column
+- *decode*: Kafka -> Spark -> :func:`streaming.source.decode.decode` -> every event column
   materialised (``noop`` sink; a bare ``count()`` would let Spark prune the row images);
   run twice: the first run includes compiling the generated code.
 
@@ -36,9 +36,9 @@ from pyspark.sql import DataFrame, SparkSession
 from devkit.kafka_local import running
 from devkit.producer import DebeziumProducer, send_workload
 from devkit.workload import sharded_workload
-from streaming.decode import decode
 from streaming.job import kafka_source_options
-from streaming.spark_session import build_spark
+from streaming.runtime.spark_session import build_spark
+from streaming.source.decode import decode
 
 
 @dataclass

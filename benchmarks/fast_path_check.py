@@ -38,8 +38,8 @@ def main() -> int:
     args = parser.parse_args()
     from coordinator.ids import TargetId
     from devkit import kafka_local
-    from streaming import writer
-    from streaming.spark_session import build_spark
+    from streaming.batch.protocol import writer
+    from streaming.runtime.spark_session import build_spark
 
     work = Path(tempfile.mkdtemp(prefix="shardmerge-fastcheck-"))
     as_built = writer.Writer.fast_targets

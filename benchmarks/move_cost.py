@@ -201,7 +201,7 @@ def rerun(s: Settings) -> None:
 
 
 def stash_rows(spark: Any, processor: Any) -> int:
-    from streaming.delta_sink import delta_table_at
+    from streaming.storage.delta_sink import delta_table_at
 
     path = processor.stash_path
     return spark.read.format("delta").load(path).count() if delta_table_at(spark, path) else 0
@@ -223,7 +223,7 @@ def main() -> None:
 
     from coordinator.ids import TargetId
     from devkit import kafka_local
-    from streaming.spark_session import build_spark
+    from streaming.runtime.spark_session import build_spark
 
     work = Path(tempfile.mkdtemp(prefix="shardmerge-move-"))
     results: dict[bool, dict[str, Any]] = {}

@@ -117,7 +117,7 @@ def read_all(spark: Any, bootstrap: str, source: str) -> Any:
 
 
 def raw_rate(spark: Any, bootstrap: str, source: str) -> tuple[int, float]:
-    from streaming.decode import decode
+    from streaming.source.decode import decode
 
     started = time.time()
     df = read_all(spark, bootstrap, source)
@@ -134,9 +134,9 @@ def plain_merge(
 
     from coordinator.routing import Extract
     from schemas import parse_create_table
-    from streaming.decode import decode
-    from streaming.delta_sink import DeltaSink
-    from streaming.rows import merge_source, project_actions
+    from streaming.batch.rows import merge_source, project_actions
+    from streaming.source.decode import decode
+    from streaming.storage.delta_sink import DeltaSink
 
     schema = parse_create_table(final_sql)
     path = str(work / "plain")
@@ -166,11 +166,11 @@ def plain_stream(
 
     from coordinator.routing import Extract
     from schemas import parse_create_table
-    from streaming.control import ORDER_KEY
-    from streaming.decode import decode
-    from streaming.delta_sink import DeltaSink
+    from streaming.batch.rows import merge_source, project_actions
     from streaming.job import read_kafka
-    from streaming.rows import merge_source, project_actions
+    from streaming.source.control import ORDER_KEY
+    from streaming.source.decode import decode
+    from streaming.storage.delta_sink import DeltaSink
 
     schema = parse_create_table(final_sql)
     path = s.sink.path + ("/plain_summary" if summary else "/plain_stream")
@@ -240,8 +240,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     from devkit import kafka_local
-    from streaming.spark_session import build_spark
-    from streaming.state_store import StateStore
+    from streaming.runtime.spark_session import build_spark
+    from streaming.storage.state_store import StateStore
 
     work = Path(tempfile.mkdtemp(prefix="shardmerge-bench-"))
     rows = args.events // args.shards

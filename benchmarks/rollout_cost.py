@@ -96,7 +96,7 @@ def main() -> None:
     from devkit import kafka_local
     from devkit.producer import DebeziumProducer, send_workload
     from devkit.workload import sharded_workload
-    from streaming.spark_session import build_spark
+    from streaming.runtime.spark_session import build_spark
 
     work = Path(tempfile.mkdtemp(prefix="shardmerge-rollout-"))
     lines = []

@@ -1,7 +1,7 @@
 """Size and time of saving and restoring the coordinator state, by number of shards.
 
 The streaming job saves the whole coordinator after every micro-batch and restores it at
-the start of the next (``streaming/state_store.py``): ``coordinator.state.snapshot``
+the start of the next (``streaming/storage/state_store.py``): ``coordinator.state.snapshot``
 then ``json.dumps``; ``json.loads`` then ``coordinator.state.restore``. For each shard
 count, one target's shards are taken through a rollout of an ADD COLUMN and a column
 rename, and the state is timed at three points:

@@ -10,7 +10,7 @@ folded the same records hold equal snapshots, and a replica restored from a snap
 folds on exactly as the one that made it.
 
 Records are JSON values (:meth:`Record.to_json`); the log gives each the first free
-sequence number, put-if-absent (``streaming.group_store`` on a filesystem, or
+sequence number, put-if-absent (``streaming.storage.group_store`` on a filesystem, or
 :class:`MemoryLog`), and an append whose id is already in the log returns that record's
 number instead (a batch run again appends nothing twice).
 

@@ -134,7 +134,7 @@ BinlogPosition = tuple[str, int]
 def binlog_position(at: BinlogPosition) -> Position:
     """The job's position of an operator's ``FILE:POS`` (``SHOW MASTER STATUS`` once the
     writes stopped): after every event that starts before it, before every event at or
-    after it (streaming.control.position_of: file, position, row, time, offset)."""
+    after it (streaming.source.control.position_of: file, position, row, time, offset)."""
     return [at[0], at[1], -1, -1, -1]
 
 

@@ -88,8 +88,8 @@ def cli_main(argv: list[str]) -> int:
     from devkit.workload import Oracle, sharded_workload
     from streaming.job import build_query
     from streaming.ops.running import start_ops
-    from streaming.spark_session import build_spark
-    from streaming.state_store import StateStore
+    from streaming.runtime.spark_session import build_spark
+    from streaming.storage.state_store import StateStore
 
     work = Path(args.workdir)
     shutil.rmtree(work, ignore_errors=True)

@@ -167,7 +167,7 @@ class Workdir:
         return said[-1][:400] if said else ""
 
     def held_shards(self, spark: Any) -> int:
-        from streaming.state_store import StateStore
+        from streaming.storage.state_store import StateStore
 
         latest = StateStore(spark, str(self.checkpoint)).latest()
         return 0 if latest is None else sum(len(lk["blocked"]) for lk in latest[1]["locks"])
@@ -390,7 +390,7 @@ def case_malformed(broker: Broker, spark: Any, base: Path, size: Size) -> CaseRe
     )
     r.exit_codes.append(work.run())
     # A record that claims a DDL nobody ran must not leave its shard waiting for it.
-    from streaming.state_store import StateStore
+    from streaming.storage.state_store import StateStore
 
     latest = StateStore(spark, str(work.checkpoint)).latest()
     for lock in latest[1]["locks"] if latest else []:
@@ -577,7 +577,7 @@ def run_case(
 
 def main() -> int:
     from streaming.faults import POINTS
-    from streaming.spark_session import build_spark
+    from streaming.runtime.spark_session import build_spark
 
     parser = argparse.ArgumentParser(
         description="the fault suite: faults and bad input vs the oracle"

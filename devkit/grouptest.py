@@ -316,7 +316,7 @@ def _decided(store: Any) -> int:
 
 
 def _versions(store: Any) -> str:
-    from streaming.group import applied
+    from streaming.group.member import applied
 
     return f"the table at v{applied(store, 'shop.orders')}, v{_decided(store)} decided"
 
@@ -333,8 +333,8 @@ def run_case(
     how long at most (at least its lease and 10 s)."""
     import shutil
 
-    from streaming.group import applied as table_version
-    from streaming.group_store import group_store
+    from streaming.group.member import applied as table_version
+    from streaming.storage.group_store import group_store
 
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -432,7 +432,7 @@ def run_case(
 
 def main() -> int:
     from devkit import kafka_local
-    from streaming.spark_session import build_spark
+    from streaming.runtime.spark_session import build_spark
 
     parser = argparse.ArgumentParser(description="two shardmerge jobs writing one Delta table")
     parser.add_argument("--cases", default=",".join(CASES), help=f"of {', '.join(CASES)}")

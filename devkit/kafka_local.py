@@ -35,7 +35,7 @@ from confluent_kafka.admin import AdminClient
 
 from devkit import procs
 from shardmerge.errors import ShardMergeError
-from streaming._jars import jars
+from streaming.runtime._jars import jars
 
 __all__ = ["KafkaBroker", "KafkaLocalError", "cli_main", "running", "start", "status", "stop"]
 

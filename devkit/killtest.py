@@ -205,9 +205,10 @@ class InProcessJob:
 
         from shardmerge.errors import ShardMergeError
         from shardmerge.printable import PrintableFormatter
-        from streaming import faults, supervise
+        from streaming import faults
         from streaming.config import load_settings
         from streaming.job import run
+        from streaming.runtime import supervise
 
         logger = logging.getLogger("shardmerge")
         handler = logging.FileHandler(self.log)
@@ -319,7 +320,7 @@ def kill_test(
         if point is None and code != 0:
             raise RuntimeError(f"the final run failed with exit {code}; see {log}")
     if spark is None:
-        from streaming.spark_session import build_spark
+        from streaming.runtime.spark_session import build_spark
 
         spark = build_spark("shardmerge-killtest")
     final = compare(spark, lake, oracle)
@@ -333,7 +334,7 @@ def on_object_store(stack: contextlib.ExitStack, state: Path) -> tuple[str, dict
     import uuid
 
     from devkit import objectstore
-    from streaming.spark_session import build_spark
+    from streaming.runtime.spark_session import build_spark
 
     store = stack.enter_context(objectstore.running("killtest", state))
     bucket = store.create_bucket(f"killtest-{uuid.uuid4().hex[:12]}")

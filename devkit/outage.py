@@ -58,8 +58,8 @@ def outage(
     from devkit.workload import Oracle, sharded_workload
     from streaming.config import load_settings
     from streaming.job import run
-    from streaming.spark_session import MANY_TABLES_CONF, build_spark
-    from streaming.state_store import StateStore
+    from streaming.runtime.spark_session import MANY_TABLES_CONF, build_spark
+    from streaming.storage.state_store import StateStore
 
     base = base or Path(tempfile.mkdtemp(prefix="shardmerge-outage-"))
     own_broker = broker is None

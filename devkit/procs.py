@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from shardmerge.errors import ShardMergeError
-from streaming._jars import REPO_ROOT
+from streaming.runtime._jars import REPO_ROOT
 
 __all__ = [
     "ProcessError",

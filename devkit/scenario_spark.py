@@ -56,7 +56,7 @@ from streaming.config import (
     SourceSettings,
     TargetSettings,
 )
-from streaming.state_store import StateStore
+from streaming.storage.state_store import StateStore
 
 __all__ = ["GROUP_SIZE", "SparkScenarioSession", "rounds", "shares_query"]
 
@@ -72,7 +72,7 @@ class SparkScenarioSession:
         self._stack = contextlib.ExitStack()
         self.workdir = Path(workdir or self._stack.enter_context(tempfile.TemporaryDirectory()))
         from devkit import kafka_local
-        from streaming.spark_session import MANY_TABLES_CONF, build_spark
+        from streaming.runtime.spark_session import MANY_TABLES_CONF, build_spark
 
         self.broker = broker or self._stack.enter_context(
             kafka_local.running("scenarios", self.workdir / "kafka")
@@ -496,7 +496,7 @@ class _Run:
         return Observation(schema, found, locks, back(self.error), moves, letters)
 
     def dead_letters(self) -> tuple[SeenDeadLetter, ...]:
-        """The file's rows in the job's dead-letter table (``streaming.deadletter``): in a
+        """The file's rows in the job's dead-letter table (``streaming.storage.deadletter``): in a
         shared job, those of its own topics (``RUN_TAGsource.db.table``). A row the write
         step gave up on carries its event as JSON (source, db, tbl and its row images); a
         record the decode could not read, its raw value (its shard is its topic's)."""

@@ -76,7 +76,7 @@ import pymysql
 
 from devkit import kafka_local, procs
 from shardmerge.errors import ShardMergeError
-from streaming._jars import JARS_DIR, jars
+from streaming.runtime._jars import JARS_DIR, jars
 
 __all__ = [
     "Server",

@@ -261,7 +261,7 @@ class ConnectField:
 
 
 def row_schema_text(fields: list[dict[str, Any]]) -> str:
-    """The row schema as events carry it (``row_schema``, see ``streaming.contract``): per
+    """The row schema as events carry it (``row_schema``, see ``streaming.source.contract``): per
     field ``[field, type, name, optional, parameters]`` (name null and parameters ``{}``
     when absent), as canonical JSON (sorted keys, no spaces, non-ASCII kept). The schema
     fingerprint is a hash of the same text."""

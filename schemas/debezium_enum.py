@@ -23,7 +23,7 @@ here are those of the two spellings met in practice:
 :func:`value_map` gives, for a column's members, each form that differs from its member
 (the ``SHOW CREATE TABLE`` spelling first; a client-escaped form only where no other
 member claims it). The job maps a binlog row's value through it
-(``streaming.spark_types.debezium_member_expr``). Any other spelling of a member in a DDL
+(``streaming.sql.spark_types.debezium_member_expr``). Any other spelling of a member in a DDL
 statement (``\\t``, ``\\%``, a double-quoted literal with ``""``) is not known here: such
 a member's value stays as Debezium sent it until the table's next snapshot.
 

@@ -1,6 +1,6 @@
 """The internal event form in Python: what every CDC format decodes to.
 
-Same fields as the Spark form, :data:`streaming.contract.EVENT_SCHEMA`, which documents
+Same fields as the Spark form, :data:`streaming.source.contract.EVENT_SCHEMA`, which documents
 each of them. Pure: pydantic only. In ``before``/``after`` a column the event sent as
 ``null`` is a key with the value None; a column it does not name is no key.
 """

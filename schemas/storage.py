@@ -2,9 +2,9 @@
 MySQL type is stored as, and whether a row's value falls inside it.
 
 A value outside its column's domain does not fit: the streaming job makes its row a dead
-letter (``streaming/rows.py``, ``_unfit``: the text of the value, as the job reads it from
+letter (``streaming/batch/rows.py``, ``_unfit``: the text of the value, as the job reads it from
 the row image, did not convert to the column's Delta type in
-``streaming.spark_types.value_expr``); the memory engine does the same with
+``streaming.sql.spark_types.value_expr``); the memory engine does the same with
 :func:`unfit`. The job's rules are the reference, so the domains are the Delta types', not
 MySQL's: ``TINYINT UNSIGNED`` is stored as ``SMALLINT`` (300 fits), ``MEDIUMINT`` as ``INT``,
 and ``VARCHAR(3)``, ``ENUM`` and ``SET`` as ``STRING``: a longer string or a value no
@@ -118,7 +118,7 @@ _INTEGRAL = {
     "INT": Integral("INT", -(2**31), 2**31 - 1),
     "BIGINT": Integral("BIGINT", -(2**63), 2**63 - 1),
 }
-# As streaming.spark_types stores them: an unsigned type in the next wider signed one.
+# As streaming.sql.spark_types stores them: an unsigned type in the next wider signed one.
 _SIGNED = {"TINYINT": "TINYINT", "SMALLINT": "SMALLINT", "MEDIUMINT": "INT", "INT": "INT",
            "BIGINT": "BIGINT"}  # fmt: skip
 _UNSIGNED: dict[str, Domain] = {
@@ -134,7 +134,7 @@ _FREE = {"DATE": "DATE", "DATETIME": "TIMESTAMP_NTZ", "TIMESTAMP": "TIMESTAMP"}
 
 def storage(t: ColumnType) -> Domain:
     """The domain of the Delta type a column of type ``t`` is stored as (its ``sql`` is
-    ``streaming.spark_types.delta_type(t)``)."""
+    ``streaming.sql.spark_types.delta_type(t)``)."""
     if t.base in _SIGNED:
         return _UNSIGNED[t.base] if t.unsigned else _INTEGRAL[_SIGNED[t.base]]
     if t.base == "DECIMAL":
@@ -168,7 +168,7 @@ def value_text(value: Any) -> str | None:
 
 def unfit(column: Column, value: Any) -> str | None:
     """Why ``value`` cannot be stored in ``column`` downstream, or None when it can (null
-    always can), in the job's words (``streaming.rows.project_actions``)."""
+    always can), in the job's words (``streaming.batch.rows.project_actions``)."""
     text = value_text(value)
     if text is None or storage(column.type).admits(text):
         return None

@@ -1,7 +1,7 @@
 """The ``shardmerge`` command line.
 
 Verbs: ``run`` (the streaming job), ``locks``, ``unlock``, ``move``, ``group`` and
-``history`` (operate a running job, :mod:`streaming.cli`), ``scenario run`` (scenario files
+``history`` (operate a running job, :mod:`streaming.cli.verbs`), ``scenario run`` (scenario files
 on an engine) and the development kit's verbs: ``demo`` (the embedded default: local Kafka,
 a sharded workload with a DDL rollout, Delta), ``produce`` (a sharded Debezium workload to
 Kafka), ``kafka``, ``s3``, ``cluster`` and ``upstream`` (local services: start|stop|status).
@@ -119,7 +119,7 @@ def _scenario_run(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from streaming.cli import add_job_verbs
+    from streaming.cli.verbs import add_job_verbs
 
     parser = argparse.ArgumentParser(
         prog="shardmerge",

@@ -33,7 +33,7 @@ from coordinator.policy import ALLOWED, Policy, Word
 from coordinator.routing import Extract, Route, Router
 from coordinator.target import TargetConfig
 from shardmerge.errors import ShardMergeError
-from streaming.hadoop_fs import join
+from streaming.fs.hadoop import join
 
 __all__ = ["ConfigError", "RestartSettings", "Settings", "anchored", "load_settings"]
 
@@ -163,7 +163,7 @@ class SinkSettings(_Frozen):
 
 
 class RestartSettings(_Frozen):
-    """Restarts of the query after a transient failure (``streaming/supervise.py``)."""
+    """Restarts of the query after a transient failure (``streaming/runtime/supervise.py``)."""
 
     attempts: int = Field(
         5, ge=0, description="restarts in a row before the job gives up (env ..._ATTEMPTS)"

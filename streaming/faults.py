@@ -18,7 +18,7 @@ failure of a Spark/Delta call, which must fail the batch (Spark runs it again), 
 read as "nothing there". It is read at each call, so a test can set it in-process.
 
 Unset, :func:`crash_point` costs two dictionary lookups. Points are listed in
-:data:`POINTS`; ``streaming/batch.py`` places them between the protocol's steps.
+:data:`POINTS`; ``streaming/batch/protocol.py`` places them between the protocol's steps.
 """
 
 from __future__ import annotations
@@ -53,10 +53,10 @@ POINTS = (
     "before_state",  # every write done, state not saved
     "after_state",  # state saved, Spark's commit not yet written
 )
-# A declared move (streaming.moving): its switch run, rows re-homed downstream, before the
+# A declared move (streaming.batch.moves): its switch run, rows re-homed downstream, before the
 # released and queued rows are written (scripts/kill-test --workload move).
 MOVE_POINTS = ("after_switch",)
-# A group member (streaming.group): the owner before its ALTER, and after it with the
+# A group member (streaming.group.member): the owner before its ALTER, and after it with the
 # table's new version not recorded; a member right after it appended a record of a kind
 # (``group_appended_join``, ``group_appended_ddl``, ...), entering its gate with its
 # batch's records appended, and past its gate's last check, right before its write step.
@@ -126,7 +126,7 @@ def _take_away(path: str, seconds: float) -> None:
 
 def storage_fault_noticed() -> None:
     """The query failed: a storage fault in place ends its ``seconds`` from now (called by
-    the restart policy, ``streaming.supervise``; nothing when no fault is armed)."""
+    the restart policy, ``streaming.runtime.supervise``; nothing when no fault is armed)."""
     with _pending_lock:
         timers = list(_pending)
         _pending.clear()

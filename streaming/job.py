@@ -2,7 +2,7 @@
 
 Run it with ``shardmerge run --config FILE [--available-now]`` or, on a cluster,
 ``spark-submit ... shardmerge_main.py --config FILE`` (README, docs/cluster.md): under
-spark-submit the job runs in the session Spark gives it (streaming/spark_session.py).
+spark-submit the job runs in the session Spark gives it (streaming/runtime/spark_session.py).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from shardmerge.errors import ShardMergeError
 from shardmerge.printable import setup_logging
-from streaming.batch import BatchProcessor
-from streaming.caught_up import offsets_log, schema_topic_regex
+from streaming.batch.coordination import Coordination, Solo
+from streaming.batch.protocol import BatchProcessor
 from streaming.config import Settings, SourceSettings, anchored, load_settings
-from streaming.coordination import Coordination, Solo
-from streaming.decode import parse
-from streaming.hadoop_fs import join
+from streaming.fs.hadoop import join
+from streaming.source.caught_up import offsets_log, schema_topic_regex
+from streaming.source.decode import parse
 
 __all__ = [
     "KAFKA_SOURCE_DEFAULTS",
@@ -54,7 +54,7 @@ def read_kafka(
     ``maxOffsetsPerTrigger``, its schema-change topics without (they hold a handful of
     records, and a rate limit shared with millions of rows would deliver most DDL after
     the rows that follow it, which then take the stash round trip). Debezium sources have
-    one by default (``streaming.caught_up.schema_topic_regex``). The data
+    one by default (``streaming.source.caught_up.schema_topic_regex``). The data
     source comes first: Spark asks each source for its latest offsets in plan order, so
     the schema-change topics are read at least as far as the data was written.
 
@@ -69,8 +69,8 @@ def read_kafka(
     ]
     if settings.coordination is not None:
         # The group's ticks for this member: a record there makes Spark run a batch when
-        # the group log changed and this job has no data of its own (streaming.group).
-        from streaming.group import tick_topic
+        # the group log changed and this job has no data of its own (streaming.group.member).
+        from streaming.group.member import tick_topic
 
         tick = ("subscribe", tick_topic(settings.coordination))
         frames.append(_kafka(spark, settings, settings.sources[0], tick, None)
@@ -85,7 +85,7 @@ def read_parsed(
     spark: SparkSession, settings: Settings, layout: list[bool] | None = None
 ) -> DataFrame:
     """:func:`read_kafka`, each record parsed in its source's format
-    (:func:`streaming.decode.parse`, with ``__fmt``): what the job's ``foreachBatch`` takes.
+    (:func:`streaming.source.decode.parse`, with ``__fmt``): what the job's ``foreachBatch`` takes.
 
     The parse is part of the streaming query, so Spark analyses its expressions (large:
     the envelope's JSON schema, every check of a record) once, when the query starts, not
@@ -226,12 +226,12 @@ def _kafka(
 
 
 def coordination_of(p: BatchProcessor) -> Coordination:
-    """The job's coordination (streaming.coordination): alone, its own coordinator; with
+    """The job's coordination (streaming.batch.coordination): alone, its own coordinator; with
     ``coordination`` settings, a member of its group (its heartbeat and ticks start now)."""
     if p.settings.coordination is None:
         return Solo(p.coordinator_from)
-    from streaming.group import GroupMember, Ticker
-    from streaming.group_coordination import GroupCoordination
+    from streaming.group.coordination import GroupCoordination
+    from streaming.group.member import GroupMember, Ticker
 
     member = GroupMember(p.spark, p.settings, p.app_id)
     member.start(Ticker(p.spark, p.settings))
@@ -295,8 +295,8 @@ def maintain_stash(spark: SparkSession, path: str) -> None:
     removed files): the stash is read only at its newest version."""
     from delta.tables import DeltaTable
 
-    from streaming.delta_sink import delta_table_at
-    from streaming.quoting import string, table_at
+    from streaming.sql.quoting import string, table_at
+    from streaming.storage.delta_sink import delta_table_at
 
     if not delta_table_at(spark, path):
         return  # nothing was ever held
@@ -320,10 +320,10 @@ def run(
     """Run the job in ``spark``, else the session it is given (spark-submit), else the
     local development session."""
     if spark is None:
-        from streaming.spark_session import session_for_job
+        from streaming.runtime.spark_session import session_for_job
 
         spark = session_for_job("shardmerge")
-    from streaming.supervise import supervise
+    from streaming.runtime.supervise import supervise
 
     ops = None
     processor: BatchProcessor | None = None

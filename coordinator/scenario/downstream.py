@@ -3,7 +3,7 @@
 It is the reference sink: the memory engine writes to it, and the streaming job's Delta
 sink must end in the same state for the same events. A row it cannot take is a
 :class:`DeadLetter`, for the same reasons and in the same words as the job's
-(``streaming/rows.py``: ``_unfit`` and ``no_ddl_sql``; ``streaming/writer.py``): a key
+(``streaming/batch/rows.py``: ``_unfit`` and ``no_ddl_sql``; ``streaming/batch/writer.py``): a key
 column missing or null, a column no DDL explains, a value outside its column's domain
 (:func:`schemas.storage.unfit`), a row of a table never registered that nothing holds.
 """
@@ -25,10 +25,10 @@ from shardmerge.errors import ShardMergeError
 __all__ = ["NEVER_REGISTERED", "DeadLetter", "MemoryTable", "RowError"]
 
 # The job's reason for a row of a routed table whose CREATE TABLE it never read
-# (streaming/writer.py, the rows of fate ``unknown``).
+# (streaming/batch/writer.py, the rows of fate ``unknown``).
 NEVER_REGISTERED = "the row's table was never registered"
 # What the job adds to the reason of a row ahead of a DDL once it read its source's
-# schema-change topics to the end (streaming.rows.no_ddl_sql): the memory engine reads
+# schema-change topics to the end (streaming.batch.rows.no_ddl_sql): the memory engine reads
 # every event in order, so no DDL is ever still to come.
 NO_DDL = "; no DDL of its shard explains it (its schema-change topics were read to the end)"
 
@@ -128,7 +128,7 @@ class MemoryTable:
     def keyless(
         self, shard: ShardId, image: dict[str, Any], extra: dict[str, Any], which: str
     ) -> str | None:
-        """Why ``image`` has no usable key (``streaming.row_fit.keyless_sql``), or None."""
+        """Why ``image`` has no usable key (``streaming.batch.row_fit.keyless_sql``), or None."""
         lowered = {k.lower(): v for k, v in image.items()}
         for k in self._upstream_key(extra):
             if k not in lowered:
@@ -141,7 +141,7 @@ class MemoryTable:
         self, shard: ShardId, after: dict[str, Any], extra: dict[str, Any], lenient: bool
     ) -> str | None:
         """Why the upsert of ``after`` is a dead letter, or None; in the job's order
-        (``streaming.rows``): no key, then a column no DDL explains, then the first value
+        (``streaming.batch.rows``): no key, then a column no DDL explains, then the first value
         outside its column's domain."""
         why = self.keyless(shard, after, extra, "after")
         if why is not None:

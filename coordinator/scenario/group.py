@@ -12,7 +12,7 @@ when every live job has folded that version's decision and has no write planned 
 (G5). A job is live while it heartbeats, and for ``lease_s`` virtual seconds after its
 last heartbeat (``pause`` stops both). The owner holds the newest term while it is live,
 paused or not; only when it is down does the first live job in ``jobs:`` order take the
-next term (:meth:`GroupEngine.owner`, as ``streaming.group.GroupMember.owns``). A row the
+next term (:meth:`GroupEngine.owner`, as ``streaming.group.member.GroupMember.owns``). A row the
 downstream cannot take is a dead letter, recorded when its batch saves.
 
 A batch folds as the streaming job's does (``coordinator.group.batch_records``): the
@@ -115,7 +115,7 @@ class _Job:
     # failed batch again over the same offsets): how many of the inbox it took.
     taking: int | None = None
     fenced: int = 0  # batches fenced in a row
-    passed: set[int] = field(default_factory=set)  # streaming.group.GroupMember.passed
+    passed: set[int] = field(default_factory=set)  # streaming.group.member.GroupMember.passed
 
     def owns(self, shard: ShardId) -> bool:
         return any(fnmatch.fnmatchcase(str(shard), p) for p in self.patterns)
@@ -337,7 +337,7 @@ class GroupEngine:
         """G4 before the write: a table past the version the batch's fold decided (the
         group went on without this job) fences the batch, which runs again and folds the
         log again. Records of its own past its fold (an earlier run's, not appended
-        again) are folded at their places from then on (streaming.group.left_behind)."""
+        again) are folded at their places from then on (streaming.group.member.left_behind)."""
         job.passed.update(n for n, r in self.log.read(job.replica.seq) if r.job == job.name)
         behind = [t for t, v in job.replica.versions.items() if self.versions.get(t, 0) > v]
         if not behind:
@@ -429,7 +429,7 @@ class GroupEngine:
         return not job.paused or self.now - job.heartbeat <= self.scenario.lease_s
 
     def owner(self) -> _Job | None:
-        """The holder of the owner's term (``streaming.group.GroupMember.owns``): the job
+        """The holder of the owner's term (``streaming.group.member.GroupMember.owns``): the job
         holding the newest term while it is live, paused or not (a job paused within its
         lease keeps the term, and the owner's work waits for it); when it is down, the
         first live job in the file's order claims the next term, unless it is paused

@@ -160,7 +160,7 @@ class MemoryEngine:
         route = self.coordinator.route_row(event.shard)
         if route.action == "unknown":
             # A routed table whose CREATE TABLE was never read: as the job does
-            # (streaming.batch, await_unregistered), its rows are held until it arrives.
+            # (streaming.batch.protocol, await_unregistered), its rows are held until it arrives.
             self.execute(self.coordinator.await_ddl(event.shard, position, ""))
             route = self.coordinator.route_row(event.shard)
         if route.action == "hold":

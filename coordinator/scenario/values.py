@@ -32,7 +32,7 @@ def literal_value(sql: str) -> Any:
 def fill_value(column: Column) -> Any:
     """The value a row lacking ``column`` gets (its default, NULL or MySQL's implicit).
     MySQL's zero date has no value downstream: NULL, as the streaming sink writes it
-    (``streaming.spark_types.literal_expr``)."""
+    (``streaming.sql.spark_types.literal_expr``)."""
     value = literal_value(column.fill_sql())
     zero = isinstance(value, str) and value.startswith("0000-00-00")
     return None if zero and column.type.base in ("DATE", "DATETIME", "TIMESTAMP") else value

@@ -171,10 +171,10 @@ class JobCollector(Collector):
             kept.add_metric([m["id"], "deferred"], len(m["deferred"]))
         yield from (state, waits, kept)
 
-    # --- the group (streaming.group; empty for a job that writes alone) ------------------
+    # --- the group (streaming.group.member; empty for a job that writes alone) ------------------
 
     def _group(self) -> Iterator[Metric]:
-        from streaming.delta_sink import CONFLICTS
+        from streaming.storage.delta_sink import CONFLICTS
 
         g = self.views.group()
         up = GaugeMetricFamily(
@@ -281,7 +281,7 @@ class JobCollector(Collector):
         fast = CounterMetricFamily(
             "shardmerge_fast_path_writes",
             "target writes that took the fast path: MERGEd straight from the batch's parse, "
-            "with no summary before (streaming.writer)",
+            "with no summary before (streaming.batch.writer)",
         )
         fast.add_metric([], totals.get("fast_path", 0))
         yield fast
@@ -387,8 +387,8 @@ def progress_time(timestamp: str) -> float:
 
 
 def _restarts() -> Iterator[Metric]:
-    """The query's restarts after transient failures (``streaming/supervise.py``)."""
-    from streaming.supervise import RESTARTS
+    """The query's restarts after transient failures (``streaming/runtime/supervise.py``)."""
+    from streaming.runtime.supervise import RESTARTS
 
     snap = RESTARTS.snapshot()
     total = CounterMetricFamily(

@@ -40,7 +40,7 @@ def start_ops(
     spark: SparkSession, processor: Any, query: Any, ops: OpsSettings | None = None
 ) -> Ops:
     """Serve ``/metrics``, the dashboard and the API of ``query`` (the job's streaming
-    query, with its :class:`~streaming.batch.BatchProcessor`) on ``ops`` (default: the
+    query, with its :class:`~streaming.batch.protocol.BatchProcessor`) on ``ops`` (default: the
     job's ``settings.ops``)."""
     settings = processor.settings
     counts = TableCounts(

@@ -57,7 +57,7 @@ from coordinator.commands import CommandError, OperatorCommand, refusal
 from coordinator.ids import ShardId, TargetId
 from shardmerge.printable import printable
 from streaming.config import LOOPBACK, OpsSettings
-from streaming.local_fs import write_synced
+from streaming.fs.local import write_synced
 from streaming.ops.connections import Server, listen
 
 __all__ = ["OpsServer", "command_from_json"]

@@ -19,9 +19,9 @@ from coordinator.state import restore
 from coordinator.views import HeldView, TargetView
 from schemas.model import TableSchema, name_key
 from streaming.config import Settings
-from streaming.control import commit_seconds
 from streaming.ops.observer import BatchObserver
-from streaming.state_store import StateStore
+from streaming.source.control import commit_seconds
+from streaming.storage.state_store import StateStore
 
 __all__ = ["Views", "lag_by_partition", "progress_dicts"]
 
@@ -95,7 +95,7 @@ class Views:
         self.query = query
         self.counts = counts
         self.store = store  # the job's own: commands go to the inbox `shardmerge unlock` uses
-        self.member: Any = None  # streaming.group.GroupMember, when the job is in a group
+        self.member: Any = None  # streaming.group.member.GroupMember, when the job is in a group
         self._recent: tuple[float, list[dict[str, Any]]] = (0.0, [])
         self._recent_lock = threading.Lock()
 

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from devkit import objectstore
 from devkit.kafka_local import KafkaBroker, running
-from streaming.spark_session import MANY_TABLES_CONF, build_spark
+from streaming.runtime.spark_session import MANY_TABLES_CONF, build_spark
 
 
 @pytest.fixture(scope="session")

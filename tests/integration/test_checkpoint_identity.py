@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka import Producer
 
 from coordinator.ids import TargetId
-from streaming.hadoop_fs import join
-from streaming.state_store import StateStore
+from streaming.fs.hadoop import join
+from streaming.storage.state_store import StateStore
 from tests.integration.test_ordering import BASE, Pipeline, ddl, row
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]

@@ -22,8 +22,8 @@ from delta.tables import DeltaTable
 from pyspark.errors import AnalysisException
 
 from devkit import killtest, objectstore, spark_cluster
-from streaming.session_conf import env_conf
-from streaming.state_store import StateStore
+from streaming.runtime.session_conf import env_conf
+from streaming.storage.state_store import StateStore
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -93,7 +93,7 @@ def test_the_readme_command_on_a_standalone_cluster(kafka, s3, bucket, spark, tm
             return False
 
     # The README's command as given, plus the suite's small-batch settings the way a
-    # submitter adds settings: a spark-defaults.conf (streaming.session_conf).
+    # submitter adds settings: a spark-defaults.conf (streaming.runtime.session_conf).
     conf_dir = tmp_path / "spark-conf"
     conf_dir.mkdir()
     (conf_dir / "spark-defaults.conf").write_text(

@@ -35,7 +35,7 @@ from streaming.config import Settings
 from streaming.job import build_query
 from streaming.ops.running import start_ops
 from streaming.ops.tables import reason_class
-from streaming.state_store import StateStore
+from streaming.storage.state_store import StateStore
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("SHARDMERGE_ARTIFACTS", ROOT / ".artifacts")) / "dashboard"
@@ -364,7 +364,7 @@ def test_the_replace_dialog_sends_one_statement_per_box(browser, spark, tmp_path
     from streaming.ops.observer import BatchObserver
     from streaming.ops.server import OpsServer
     from streaming.ops.views import Views
-    from streaming.state_store import command_of
+    from streaming.storage.state_store import command_of
     from tests.integration.test_ops_api import TOKEN, job_state, settings
 
     s = settings(tmp_path, token=TOKEN)  # every API request needs it: the page sends it

@@ -2,7 +2,7 @@
 
 Every fixture of ``tests/fixtures/cdc/cases.yaml`` (and the quirks listed in ``EXTRA``
 below, which the fixtures do not reach) is produced to a uuid-named topic, read back by
-Spark's Kafka source, decoded by :func:`streaming.decode.decode`, and compared with
+Spark's Kafka source, decoded by :func:`streaming.source.decode.decode`, and compared with
 :func:`tests.oracle.decode_py.decode_record` run on the very bytes Spark read (the
 oracle): the same events (row images compared as parsed JSON), and the same dead letters
 (same record, same field path in the reason; the same words too, except where the
@@ -28,10 +28,10 @@ from pyspark.sql import functions as F
 
 from devkit.kafka_local import KafkaBroker
 from schemas.events import DeadLetter
-from streaming.contract import DEAD_LETTER_SCHEMA, EVENT_SCHEMA
-from streaming.deadletter import count, write_dead_letters
-from streaming.decode import decode, split
 from streaming.job import kafka_source_options
+from streaming.source.contract import DEAD_LETTER_SCHEMA, EVENT_SCHEMA
+from streaming.source.decode import decode, split
+from streaming.storage.deadletter import count, write_dead_letters
 from tests.oracle.decode_py import decode_record
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.timeout(300)]

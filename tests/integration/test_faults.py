@@ -31,7 +31,7 @@ from devkit.faultsuite import (
     case_storage,
 )
 from streaming.job import build_query
-from streaming.supervise import classify
+from streaming.runtime.supervise import classify
 from tests.integration.test_ordering import BASE, Pipeline, ddl, row
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-import streaming._jars
+import streaming.runtime._jars
 from devkit.kafka_local import KafkaBroker, running
-from streaming._jars import REPO_ROOT, JarsMissing, jars
+from streaming.runtime._jars import REPO_ROOT, JarsMissing, jars
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -152,6 +152,6 @@ def test_context_manager_stops_its_broker(tmp_path: Path) -> None:
 
 
 def test_missing_jars_say_what_to_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(streaming._jars, "JARS_DIR", tmp_path)
+    monkeypatch.setattr(streaming.runtime._jars, "JARS_DIR", tmp_path)
     with pytest.raises(JarsMissing, match="scripts/fetch-jars"):
         jars("kafka")

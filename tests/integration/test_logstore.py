@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from streaming.spark_session import COMMIT_LOCK_KEY, LOGSTORE_CLASS
+from streaming.runtime.spark_session import COMMIT_LOCK_KEY, LOGSTORE_CLASS
 
 pytestmark = [pytest.mark.spark]
 

@@ -14,10 +14,10 @@ from delta.tables import DeltaTable
 
 from coordinator.commands import parse_command
 from shardmerge.cli import main
-from streaming.arrow_fs import ArrowFs
-from streaming.group_store import group_store, probe
+from streaming.fs.arrow import ArrowFs
 from streaming.job import maintain_stash
-from streaming.state_store import StateStore, command_of
+from streaming.storage.group_store import group_store, probe
+from streaming.storage.state_store import StateStore, command_of
 from tests.integration.test_state_store import CHECKS
 from tests.unit.test_group_store import race_threads
 from tests.unit.test_light_cli import CONFIG
@@ -93,7 +93,7 @@ def test_a_command_the_cli_queues_on_s3_is_what_the_job_reads(
     light = StateStore(None, checkpoint)
     assert light.latest() == StateStore(spark, checkpoint).latest()
     # `shardmerge locks` and `unlock` on the s3a:// checkpoint, never asking for a session
-    monkeypatch.setattr("streaming.spark_session.session_for_job", no_session)
+    monkeypatch.setattr("streaming.runtime.spark_session.session_for_job", no_session)
     config = tmp_path / "job.yaml"
     config.write_text(CONFIG.format(checkpoint=checkpoint))
     assert main(["locks", "--config", str(config)]) == 0
@@ -117,7 +117,7 @@ def _race(store, worker: str, outcomes: list) -> None:
 
 def _race_in_a_process(root: str, conf: dict, worker: str, results) -> None:
     """A writer of its own: a process with its own Spark JVM and S3A client."""
-    from streaming.spark_session import build_spark
+    from streaming.runtime.spark_session import build_spark
 
     spark = build_spark(
         f"race-{worker}",

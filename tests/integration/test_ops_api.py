@@ -23,14 +23,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from coordinator import Coordinator, ShardId, parse_command, snapshot
 from coordinator.commands import CommandError
 from schemas import parse_create_table
-from streaming.batch import _lock_json, _wait_json
+from streaming.batch.protocol import _lock_json, _wait_json
 from streaming.config import ConfigError, Settings, load_settings
 from streaming.ops.connections import MAX_BODY, THREADS
 from streaming.ops.metrics import progress_time, registry_for
 from streaming.ops.observer import BatchObserver, ddl_kind
 from streaming.ops.server import OpsServer, command_from_json
 from streaming.ops.views import Views, lag_by_partition
-from streaming.state_store import StateStore
+from streaming.storage.state_store import StateStore
 
 SHARDS = [ShardId("s1", "shop", f"orders_{i}") for i in range(4)]
 LATE = ShardId("s1", "shop", "orders_9")

@@ -24,7 +24,7 @@ from streaming.config import (
     TargetSettings,
 )
 from streaming.job import build_query
-from streaming.state_store import StateStore
+from streaming.storage.state_store import StateStore
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -111,7 +111,7 @@ def test_rows_ahead_of_their_ddl_wait_for_it_instead_of_failing(kafka, spark, tm
 
 def test_rows_ahead_of_their_ddl_in_a_batch_without_control_events_wait(kafka, spark, tmp_path):
     """The batch holds rows only, and no schema fingerprints: nothing but the columns the
-    rows name tells that t1's are ahead of a DDL. The fast path (streaming.writer) must see
+    rows name tells that t1's are ahead of a DDL. The fast path (streaming.batch.writer) must see
     it before it writes: t1 waits from its first such row, t2's rows are written."""
     p = Pipeline(kafka, spark, tmp_path, "optimistic")
     creates = [ddl(p, t, BASE.format(t=t), BASE) for t in ("t1", "t2")]

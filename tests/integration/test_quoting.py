@@ -1,4 +1,4 @@
-"""streaming.quoting against a real SparkSession and a real Delta table: hostile names
+"""streaming.sql.quoting against a real SparkSession and a real Delta table: hostile names
 and values written by the module read back unchanged through spark.sql."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from schemas.model import Column, ColumnType, TableSchema, sql_string
-from streaming.delta_sink import DeltaSink
-from streaming.quoting import ident, literal, map_get, path, string, table_at
-from streaming.spark_types import literal_expr
+from streaming.sql.quoting import ident, literal, map_get, path, string, table_at
+from streaming.sql.spark_types import literal_expr
+from streaming.storage.delta_sink import DeltaSink
 from tests.unit.test_quoting import HOSTILE
 
 pytestmark = pytest.mark.spark
@@ -109,9 +109,9 @@ def test_delta_table_with_hostile_names_and_defaults(spark: SparkSession, tmp_pa
 
 
 def test_hostile_values_through_a_local_frame(spark: SparkSession) -> None:
-    """streaming.local_frame: driver values reach the executors as data, nested types
+    """streaming.sql.local_frame: driver values reach the executors as data, nested types
     included, and come back unchanged; nothing in them is read as SQL."""
-    from streaming.local_frame import local_frame
+    from streaming.sql.local_frame import local_frame
 
     schema = (
         "s string, n bigint, k struct<f:string,p:bigint>, a array<struct<pos:bigint,"

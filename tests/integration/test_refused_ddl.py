@@ -15,7 +15,7 @@ from coordinator.commands import parse_command
 from coordinator.ids import TargetId
 from shardmerge.cli import main
 from streaming.config import TargetSettings
-from streaming.state_store import StateStore
+from streaming.storage.state_store import StateStore
 from tests.integration.test_ordering import BASE, Pipeline, ddl, row
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]

@@ -16,8 +16,8 @@ from coordinator.ids import TargetId
 from schemas import parse_create_table
 from schemas.changes import AlterTable
 from schemas.ddl import parse_ddl
-from streaming.delta_sink import DeltaSink, SinkError
-from streaming.quoting import table_at
+from streaming.sql.quoting import table_at
+from streaming.storage.delta_sink import DeltaSink, SinkError
 
 pytestmark = pytest.mark.spark
 

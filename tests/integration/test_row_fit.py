@@ -119,7 +119,7 @@ def test_a_row_lacking_a_not_null_column_of_its_shard_is_not_invented(kafka, spa
 def test_rows_that_cannot_be_written_in_a_batch_of_rows_only_are_dead_letters(
     kafka, spark, tmp_path
 ):
-    """A batch of rows only takes the fast path (streaming.writer): a row with a null key
+    """A batch of rows only takes the fast path (streaming.batch.writer): a row with a null key
     and a value that does not fit its column are still dead letters, counted, and the
     other rows are written."""
     p = Pipeline(kafka, spark, tmp_path, "optimistic")

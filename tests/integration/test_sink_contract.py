@@ -1,4 +1,4 @@
-"""The Sink port's contract (``streaming/sink.py``): what every sink the job writes targets
+"""The Sink port's contract (``streaming/storage/sink.py``): what every sink the job writes targets
 in must do, run against each implementation (Delta today). A new sink joins ``SINKS`` and
 passes these as they are.
 
@@ -18,8 +18,8 @@ from coordinator.decisions import ApplyDDL, CreateTarget
 from coordinator.ids import TargetId
 from schemas.ddl import parse_create_table, parse_ddl
 from schemas.model import ColumnType
-from streaming.quoting import ident
-from streaming.sink import Sink, apply_downstream
+from streaming.sql.quoting import ident
+from streaming.storage.sink import Sink, apply_downstream
 
 pytestmark = pytest.mark.spark
 
@@ -29,7 +29,7 @@ CREATE = f"CREATE TABLE t (id INT NOT NULL, `{ODD.replace('`', '``')}` VARCHAR(2
 
 
 def delta(spark: Any, root: Path) -> tuple[Sink, Callable[[TargetId], list[dict[str, Any]]]]:
-    from streaming.delta_sink import DeltaSink
+    from streaming.storage.delta_sink import DeltaSink
 
     def locate(t: TargetId) -> str:
         return f"file://{root}/{t.db}/{t.table}"

@@ -9,7 +9,7 @@ import pytest
 
 from streaming.faults import reset_raise_counts
 from streaming.job import build_query
-from streaming.state_store import StateStore
+from streaming.storage.state_store import StateStore
 from tests.integration.test_ordering import ADDED, BASE, Pipeline, ddl, row
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -69,7 +69,7 @@ def test_a_failing_stash_read_fails_the_batch_and_the_rerun_releases_once(
 def test_only_a_path_without_a_delta_log_is_no_table(spark, tmp_path):
     """A stash or target that is there but unreadable (a file in its place, a log Delta
     cannot read) raises; only a path without a Delta log is "no table"."""
-    from streaming.delta_sink import StorageUnreadable, delta_table_at
+    from streaming.storage.delta_sink import StorageUnreadable, delta_table_at
 
     table = str(tmp_path / "table")
     assert delta_table_at(spark, str(tmp_path / "nothing")) is False

@@ -13,7 +13,7 @@ import pytest
 
 from coordinator.commands import CommandError, OperatorCommand, parse_command
 from coordinator.ids import ShardId, TargetId
-from streaming.state_store import KEEP, StateStore, StateStoreError, command_of
+from streaming.storage.state_store import KEEP, StateStore, StateStoreError, command_of
 
 pytestmark = [pytest.mark.spark]
 

@@ -1,6 +1,6 @@
 """The domains of schemas/storage.py are Spark's: for each case of tests/unit/test_storage.py,
 the job's own conversion of the value's text to its column's Delta type
-(``streaming.spark_types.value_expr``, as ``streaming.rows.project_actions`` runs it) gives
+(``streaming.sql.spark_types.value_expr``, as ``streaming.batch.rows.project_actions`` runs it) gives
 NULL exactly when the memory engine calls the value unfit. One query for every case."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pyspark.sql import SparkSession
 
 from schemas.ddl import parse_type
 from schemas.storage import storage
-from streaming.quoting import string
-from streaming.spark_types import value_expr
+from streaming.sql.quoting import string
+from streaming.sql.spark_types import value_expr
 from tests.unit.test_storage import CASES
 
 pytestmark = [pytest.mark.spark]

@@ -20,7 +20,7 @@ class DecodeError(ShardMergeError):
     """A record that cannot be decoded; ``reason`` names the field (``... at payload.op``).
 
     Raised inside the format decoders only: :func:`tests.oracle.decode_py.decode_record`
-    turns it into a :class:`~streaming.contract.DeadLetter`, so the job keeps the
+    turns it into a :class:`~streaming.source.contract.DeadLetter`, so the job keeps the
     record and goes on.
     """
 

@@ -1,7 +1,7 @@
 """The reference decoder, in Python: one Kafka record -> events, or a dead letter.
 
 Used for fixtures and tests, by the driver's DDL path, and as the oracle the Spark decoder
-(``streaming.decode``) is tested against (``tests/fixtures/cdc/cases.yaml``).
+(``streaming.source.decode``) is tested against (``tests/fixtures/cdc/cases.yaml``).
 
 Rules both decoders follow:
 

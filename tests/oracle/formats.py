@@ -5,7 +5,7 @@
 - :mod:`tests.oracle.maxwell`: maxwell-json.
 
 Each module documents the quirks of its format and decodes it to
-:class:`~streaming.contract.ShardEvent`;
+:class:`~streaming.source.contract.ShardEvent`;
 :func:`tests.oracle.decode_py.decode_record` is the entry point.
 """
 

@@ -50,12 +50,12 @@ def test_a_broken_contract_fails_the_check(tmp_path: Path) -> None:
         "[[tool.importlinter.contracts]]\n"
         'name = "the batch without its executor"\n'
         'type = "forbidden"\n'
-        'source_modules = ["streaming.batch"]\n'
-        'forbidden_modules = ["streaming.executor"]\n'
+        'source_modules = ["streaming.batch.protocol"]\n'
+        'forbidden_modules = ["streaming.batch.executor"]\n'
     )
     out = lint_imports(config)
     assert out.returncode != 0
-    assert "streaming.batch -> streaming.executor" in out.stdout
+    assert "streaming.batch.protocol -> streaming.batch.executor" in out.stdout
 
 
 def test_importing_the_core_loads_no_adapter() -> None:

@@ -1,4 +1,4 @@
-"""Every column a batch adds to its frames is declared once (streaming.columns).
+"""Every column a batch adds to its frames is declared once (streaming.batch.columns).
 
 The modules that build the batch's frames name those columns in SQL text and in
 DataFrame calls: every string literal in them (docstrings aside) is read for names
@@ -11,13 +11,14 @@ import ast
 import re
 from pathlib import Path
 
-from streaming.columns import COLUMNS, PREFIXES
+from streaming.batch.columns import COLUMNS, PREFIXES
 
 STREAMING = Path(__file__).resolve().parents[2] / "streaming"
 # The modules that add, read or join the batch's columns.
 MODULES = [
-    "batch", "columns", "control", "decode", "move_keys", "moving", "plan", "row_fit", "rows",
-    "stash", "summary", "writer",
+    "batch/protocol", "batch/columns", "source/control", "source/decode", "batch/move_keys",
+    "batch/moves", "batch/plan", "batch/row_fit", "batch/rows", "storage/stash",
+    "batch/summary", "batch/writer",
 ]  # fmt: skip
 # Strings in those modules that name things other than columns.
 NOT_COLUMNS = {"_delta_log", "_move"}  # a Delta table's log folder; a move copy's target db
@@ -54,7 +55,7 @@ def _declared(name: str) -> bool:
 def _used() -> dict[str, set[str]]:
     used: dict[str, set[str]] = {}
     for module in MODULES:
-        if module == "columns":
+        if module == "batch/columns":
             continue
         for name in names_in((STREAMING / f"{module}.py").read_text()) - NOT_COLUMNS:
             used.setdefault(name, set()).add(module)
@@ -63,13 +64,13 @@ def _used() -> dict[str, set[str]]:
 
 def test_every_column_the_batch_names_is_declared() -> None:
     missing = {n: sorted(m) for n, m in _used().items() if not _declared(n)}
-    assert not missing, f"declare these in streaming/columns.py (name: modules): {missing}"
+    assert not missing, f"declare these in streaming/batch/columns.py (name: modules): {missing}"
 
 
 def test_every_declared_column_is_used() -> None:
     used = _used()
     stale = [n for n in COLUMNS if n not in used and not any(u.startswith(n) for u in used)]
-    assert not stale, f"declared in streaming/columns.py, used by none of {MODULES}: {stale}"
+    assert not stale, f"declared in streaming/batch/columns.py, used by none of {MODULES}: {stale}"
 
 
 def test_every_declaration_says_where_and_what() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streaming.control import in_global_order, join_split_renames
+from streaming.source.control import in_global_order, join_split_renames
 
 
 def control(source: str, ddl: str, ts_ms: int, pos: int, offset: int, snapshot: bool = False):

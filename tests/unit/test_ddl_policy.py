@@ -267,7 +267,7 @@ def test_the_decisions_survive_a_state_round_trip() -> None:
 
 
 def test_locks_show_which_policy_decided() -> None:
-    from streaming.cli import _policies
+    from streaming.cli.verbs import _policies
     from streaming.ops.views import _policy
 
     c = coord("optimistic", {"truncate_table": "ignore", "drop_column": "keep"})

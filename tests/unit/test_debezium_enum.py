@@ -26,7 +26,7 @@ from schemas.debezium_enum import (
     value_map,
 )
 from schemas.model import ColumnType, TableSchema
-from streaming.spark_types import debezium_member_expr
+from streaming.sql.spark_types import debezium_member_expr
 
 REAL = json.loads(
     (

@@ -1,4 +1,4 @@
-"""One run writes per checkpoint (streaming/epochs.py): each run claims an epoch, and an
+"""One run writes per checkpoint (streaming/storage/epochs.py): each run claims an epoch, and an
 older run stops at its next batch with a message naming the newer one."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming.epochs import Epochs, Superseded
+from streaming.storage.epochs import Epochs, Superseded
 
 
 def test_a_newer_run_stops_the_older_one(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The fast path's rules (streaming.writer), positions compared as the projection compares
+"""The fast path's rules (streaming.batch.writer), positions compared as the projection compares
 them (file, offset, row, time, record). Where a set of named columns is judged: at the
 start of every stretch in which its rows' renamed columns and projection do not change.
 Segments without rows: a segment that ends before its shard's first row of the batch does
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from coordinator.ids import ShardId
-from streaming.plan import Segment
-from streaming.writer import _judged_at, _may_have_rows
+from streaming.batch.plan import Segment
+from streaming.batch.writer import _judged_at, _may_have_rows
 
 F1 = "mysql-bin.000001"
 F2 = "mysql-bin.000002"
@@ -71,7 +71,7 @@ def test_a_segment_that_ends_before_the_shards_first_row_has_none(
 
 
 def test_the_name_an_image_repeats_is_found_case_insensitively() -> None:
-    from streaming.batch import _repeated
+    from streaming.batch.protocol import _repeated
 
     assert _repeated(("id", "a", "ID")) == "ID"
     assert _repeated(("user_id", "id", "user_id", "a", "a")) == "user_id"

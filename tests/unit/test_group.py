@@ -148,7 +148,7 @@ def test_a_crashed_batch_run_again_appends_nothing_twice() -> None:
 
 
 def test_the_owner_s_term_passes_on_only_when_its_holder_is_down() -> None:
-    # streaming.group.GroupMember.owns: the newest term's holder is the owner while it is
+    # streaming.group.member.GroupMember.owns: the newest term's holder is the owner while it is
     # live, paused within its lease or not; the first live job claims a term only then
     s = load_scenario(ROOT / "groups" / "paused-owner-keeps-its-term-optimistic.yaml")
     engine = GroupEngine(s)

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from streaming.group_store import GroupStore, GroupStoreError, LocalRecords, group_store, probe
+from streaming.storage.group_store import (
+    GroupStore,
+    GroupStoreError,
+    LocalRecords,
+    group_store,
+    probe,
+)
 
 PROCESSES, THREADS, APPENDS = 3, 4, 15
 # Fresh interpreters, not forks of a test process that may run JVM and client threads.

@@ -128,7 +128,7 @@ def test_listed_topics_split_and_other_formats_and_the_switch_do_not():
 
 
 def test_the_offsets_log_is_read_per_kafka_source():
-    from streaming.caught_up import _offsets
+    from streaming.source.caught_up import _offsets
 
     assert _offsets('{"shop":{"0":3},"shop.db.t":{"0":10,"1":7}}') == {
         ("shop", 0): 3,
@@ -214,7 +214,7 @@ def test_the_token_can_come_from_a_file(tmp_path: Path):
 
 
 def test_spark_conf_from_the_environment_is_key_value_pairs():
-    from streaming.session_conf import env_conf
+    from streaming.runtime.session_conf import env_conf
 
     assert env_conf("a.b=1\n  c.d=x=y  e=") == {"a.b": "1", "c.d": "x=y", "e": ""}
     assert env_conf("") == {}

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from shardmerge.cli import main
-from streaming.arrow_fs import ArrowFs, s3a_settings
-from streaming.local_fs import local_path
-from streaming.state_store import StateStore, StateStoreError
+from streaming.fs.arrow import ArrowFs, s3a_settings
+from streaming.fs.local import local_path
+from streaming.storage.state_store import StateStore, StateStoreError
 from tests.integration.test_state_store import CHECKS
 
 CONFIG = """
@@ -66,7 +66,7 @@ def test_locks_and_unlock_read_and_write_a_local_checkpoint_without_a_jvm(
 
     # Another test of the same process may have a session running already, so the check is
     # that this CLI never asks for one.
-    monkeypatch.setattr("streaming.spark_session.session_for_job", no_session)
+    monkeypatch.setattr("streaming.runtime.spark_session.session_for_job", no_session)
     checkpoint = (tmp_path / "ck").as_uri()
     config = tmp_path / "job.yaml"
     config.write_text(CONFIG.format(checkpoint=checkpoint))
@@ -168,7 +168,7 @@ def test_move_show_and_abort_against_a_saved_state(
     assert main(["move", "abort", "--config", str(config), "m1"]) == 0
     (queued,) = StateStore(None, checkpoint).inbox()
     assert queued["words"] == "move abort m1" and queued["command"]["move"] == "m1"
-    from streaming.state_store import command_of
+    from streaming.storage.state_store import command_of
 
     assert command_of(queued).words() == "move abort m1"
     switch = ["move", "switch", "--config", str(config), "m1"]

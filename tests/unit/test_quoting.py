@@ -1,4 +1,4 @@
-"""streaming.quoting without a JVM: what it writes reads back as the name or value given,
+"""streaming.sql.quoting without a JVM: what it writes reads back as the name or value given,
 by the rules of Spark 4.2's lexer (tests/integration/test_quoting.py checks the same
 names and values against a real session)."""
 
@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from schemas.model import ColumnType, sql_string, string_value
-from streaming.quoting import (
+from streaming.sql.quoting import (
     QuotingError,
     check_session,
     ident,
@@ -23,7 +23,7 @@ from streaming.quoting import (
     string,
     table_at,
 )
-from streaming.spark_types import literal_expr
+from streaming.sql.spark_types import literal_expr
 
 HOSTILE = [
     "a`b'c;--",

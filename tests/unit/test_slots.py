@@ -1,4 +1,4 @@
-"""The write slots of a batch (streaming.slots): versions, order, the ledger, the bound."""
+"""The write slots of a batch (streaming.storage.slots): versions, order, the ledger, the bound."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from streaming import slots as slots_module
-from streaming.slots import PER_BATCH, Slots, SlotsExhausted
+from streaming.storage import slots as slots_module
+from streaming.storage.slots import PER_BATCH, Slots, SlotsExhausted
 
 
 def test_versions_are_the_batch_times_the_bound_plus_the_slot_in_order() -> None:

@@ -1,7 +1,7 @@
 """What a downstream column can store (schemas/storage.py), without a JVM: each MySQL type's
 domain is the one of the Delta type the job stores it as, and a value outside it is a dead
 letter in the job's words. tests/integration/test_value_fit.py checks the same cases
-against Spark's own casts (``streaming.spark_types.value_expr``)."""
+against Spark's own casts (``streaming.sql.spark_types.value_expr``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from coordinator.scenario.downstream import MemoryTable
 from schemas.ddl import parse_create_table, parse_type
 from schemas.model import Column
 from schemas.storage import storage, unfit, value_text
-from streaming.spark_types import delta_type
+from streaming.sql.spark_types import delta_type
 
 TYPES = [
     "TINYINT", "TINYINT UNSIGNED", "SMALLINT", "SMALLINT UNSIGNED", "MEDIUMINT",

@@ -13,9 +13,9 @@ import pytest
 from coordinator.group import Record, Replica
 from coordinator.ids import ShardId, TargetId
 from streaming.config import Settings
-from streaming.epochs import Superseded
-from streaming.group import Fenced, GroupMember, GroupWaitTimeout, LeaseLost
-from streaming.group_store import GroupStore, LocalRecords
+from streaming.group.member import Fenced, GroupMember, GroupWaitTimeout, LeaseLost
+from streaming.storage.epochs import Superseded
+from streaming.storage.group_store import GroupStore, LocalRecords
 
 TARGET = TargetId.parse("shop.orders")
 CREATE = "CREATE TABLE orders_0 (id BIGINT NOT NULL, PRIMARY KEY (id))"
@@ -172,7 +172,7 @@ def test_a_member_waits_for_every_member_to_join_before_its_ddl(tmp_path: Path) 
 
 
 def test_the_status_an_operator_reads(tmp_path: Path) -> None:
-    from streaming.group import beat_views, group_status
+    from streaming.group.member import beat_views, group_status
 
     clock = Clock()
     a, b = member(tmp_path, "a", clock), member(tmp_path, "b", clock)
@@ -255,7 +255,7 @@ def applied_to(m: GroupMember, version: int) -> None:
 
 
 def run_again(m: GroupMember, told: list[Record], runs: int = 3) -> tuple[Replica, list[str]]:
-    """The member's batch run again as streaming.batch runs it (restored at the start of
+    """The member's batch run again as streaming.batch.protocol runs it (restored at the start of
     the log; the others' records up to its own next one; each of ``told`` appended again
     and folded up to it; the gate), until it passes its gate: each run's outcome."""
     out = []
@@ -324,10 +324,10 @@ def test_rows_ahead_of_a_ddl_reach_every_replica_through_the_log(tmp_path: Path)
     appends it does not fold it (its rows were planned); the member's next batch folds it
     at its place, past the others' records before it, and every replica ends equal."""
     from coordinator.state import snapshot
-    from streaming.coordination import Statement
-    from streaming.executor import Executor
-    from streaming.group_coordination import GroupCoordination
-    from streaming.slots import Slots
+    from streaming.batch.coordination import Statement
+    from streaming.batch.executor import Executor
+    from streaming.group.coordination import GroupCoordination
+    from streaming.storage.slots import Slots
 
     clock = Clock()
     a, b = member(tmp_path, "a", clock), member(tmp_path, "b", clock)

@@ -1,4 +1,4 @@
-"""The streaming job's move rules (streaming.moving) without Spark: which rows of a moving
+"""The streaming job's move rules (streaming.batch.moves) without Spark: which rows of a moving
 shard the row plan writes, drops, keeps or lets wait for the marker watermark, which
 statements wait, and what a marker row that does not fit becomes."""
 
@@ -16,9 +16,9 @@ from coordinator.moves import Move
 from coordinator.routing import Extract, Route, Router
 from coordinator.rowplan import RowPlan
 from schemas.ddl import parse_create_table
-from streaming.control import position_of
-from streaming.moving import MOVE_KEEP, MOVE_QUEUE, MOVE_WAIT, MoveKeeper
-from streaming.plan import NO_MOVED, Planner, Segment
+from streaming.batch.moves import MOVE_KEEP, MOVE_QUEUE, MOVE_WAIT, MoveKeeper
+from streaming.batch.plan import NO_MOVED, Planner, Segment
+from streaming.source.control import position_of
 
 TARGET = TargetId("shop", "orders")
 FROM = ShardId("s3", "db_3", "orders_7")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from streaming.config import RestartSettings
-from streaming.supervise import JobStopped, Restarts, backoff, classify, supervise
+from streaming.runtime.supervise import JobStopped, Restarts, backoff, classify, supervise
 
 POLICY = RestartSettings(attempts=3, initial_backoff_s=2, max_backoff_s=5, reset_after_s=100)
 
@@ -90,12 +90,12 @@ def test_a_long_healthy_run_resets_the_count():
         ),
         ("coordinator.target.ConflictError: at column x", "conflict", "shardmerge locks"),
         (
-            "streaming.topic_ids.RecreatedTopic: batch 3: 's1.db.t1': id A when last read",
+            "streaming.source.topic_ids.RecreatedTopic: batch 3: 's1.db.t1': id A when last read",
             "recreated_topic",
             "new checkpoint",
         ),
         (
-            "streaming.epochs.Superseded: Superseded: another run of this job claimed ...",
+            "streaming.storage.epochs.Superseded: Superseded: another run of this job claimed ...",
             "superseded",
             "another run of this job started on the same checkpoint",
         ),
@@ -116,7 +116,7 @@ def test_permanent_errors_stop_at_once_with_what_to_do(message: str, kind: str, 
 
 
 def test_the_gist_of_an_error_leaves_out_stack_traces_and_plans():
-    from streaming.supervise import _first_line
+    from streaming.runtime.supervise import _first_line
 
     python = (
         "[STREAM_FAILED] Query terminated with exception: Return Message: Traceback (most "

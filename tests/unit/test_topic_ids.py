@@ -3,7 +3,7 @@ tests/integration/test_faults.py)."""
 
 from __future__ import annotations
 
-from streaming.topic_ids import _LISTING, recreated
+from streaming.source.topic_ids import _LISTING, recreated
 
 
 def test_only_a_topic_known_on_both_sides_with_another_id_is_recreated():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from streaming.spark_types import widens_in_place
+from streaming.sql.spark_types import widens_in_place
 
 
 @pytest.mark.parametrize(

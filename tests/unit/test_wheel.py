@@ -45,7 +45,7 @@ with contextlib.redirect_stdout(shown):
 assert "history" in shown.getvalue() and "demo" in shown.getvalue(), shown.getvalue()
 args = build_parser().parse_args(["locks", "--config", "job.yaml", "--json"])
 assert (args.verb, args.config, args.json) == ("locks", "job.yaml", True)
-assert args.func.__module__ == "streaming.cli"
+assert args.func.__module__ == "streaming.cli.verbs"
 assert exit_code(["scenario", "run", {str(SCENARIO)!r}]) == 0
 assert exit_code(["demo", "--rows", "10"]) == 2
 assert exit_code(["scenario", "run", "--engine", "spark", {str(SCENARIO)!r}]) == 2
@@ -146,9 +146,9 @@ def test_the_wheel_ships_no_devkit_and_its_console_script_runs_alone(tmp_path: P
     probe = (
         f"import sys\nsys.path[:] = [{site!r}] + [p for p in sys.path if p not in ('', "
         f"{str(ROOT)!r})]\n"
-        "import shardmerge.cli, streaming.cli\n"
+        "import shardmerge.cli, streaming.cli.verbs\n"
         f"assert shardmerge.cli.__file__.startswith({site!r}), shardmerge.cli.__file__\n"
-        f"assert streaming.cli.__file__.startswith({site!r}), streaming.cli.__file__\n"
+        f"assert streaming.cli.verbs.__file__.startswith({site!r}), streaming.cli.verbs.__file__\n"
         + WITHOUT_DEVKIT
     )
     out = python(probe, cwd=tmp_path)

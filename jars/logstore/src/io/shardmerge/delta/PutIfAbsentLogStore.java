@@ -47,7 +47,7 @@ import org.apache.hadoop.fs.Path;
  * both written in place; on {@code file:}, HDFS and ABFS a crash mid-write would leave a
  * truncated file under the final name. Answering true turns on Delta's in-JVM commit lock
  * unless {@code spark.databricks.delta.commitLock.enabled} is set; commits need no lock here,
- * and the local session sets it false (streaming/spark_session.py).
+ * and the local session sets it false (streaming/runtime/spark_session.py).
  */
 public class PutIfAbsentLogStore extends HadoopFileSystemLogStore {
   static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";

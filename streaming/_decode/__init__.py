@@ -1,1 +1,0 @@
-"""Internal: the Spark SQL of :func:`streaming.decode.decode`, one module per format."""

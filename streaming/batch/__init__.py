@@ -1,0 +1,1 @@
+"""The batch wing of the job (docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""The cli wing of the job (docs/architecture.md)."""

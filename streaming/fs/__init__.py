@@ -1,0 +1,1 @@
+"""The fs wing of the job (docs/architecture.md)."""

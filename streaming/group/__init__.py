@@ -1,0 +1,1 @@
+"""The group wing of the job (docs/architecture.md)."""

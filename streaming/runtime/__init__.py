@@ -1,0 +1,1 @@
+"""The runtime wing of the job (docs/architecture.md)."""

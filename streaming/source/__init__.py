@@ -1,0 +1,1 @@
+"""The source wing of the job (docs/architecture.md)."""

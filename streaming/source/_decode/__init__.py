@@ -1,0 +1,1 @@
+"""Internal: the Spark SQL of :func:`streaming.source.decode.decode`, one module per format."""

@@ -1,0 +1,1 @@
+"""The sql wing of the job (docs/architecture.md)."""

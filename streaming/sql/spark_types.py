@@ -1,0 +1,175 @@
+"""MySQL column types in Spark and Delta: the Delta column type of each MySQL type, and the
+Spark SQL expression that turns a row image value (text, as decoded) into it.
+
+Row images are decoded as ``map<string,string>`` (one schema for every shard), so every
+value arrives as text: numbers as their digits, DECIMAL as a decimal string (Debezium's
+``decimal.handling.mode=string``, or decoded from base64), and temporal values in
+Debezium's encodings (``io.debezium.time.Date`` days, ``Timestamp`` ms, ``MicroTimestamp``
+µs, ``ZonedTimestamp`` ISO text).
+"""
+
+from __future__ import annotations
+
+import re
+
+from schemas.debezium_enum import value_map
+from schemas.model import SPATIAL_TYPES, ColumnType, TableSchema, string_value
+from streaming.sql.quoting import ident, literal, string
+
+__all__ = ["debezium_member_expr", "delta_type", "value_expr", "widens_in_place"]
+
+_INT_SIGNED = {
+    "TINYINT": "TINYINT",
+    "SMALLINT": "SMALLINT",
+    "MEDIUMINT": "INT",
+    "INT": "INT",
+    "BIGINT": "BIGINT",
+}
+_INT_UNSIGNED = {
+    "TINYINT": "SMALLINT",
+    "SMALLINT": "INT",
+    "MEDIUMINT": "INT",
+    "INT": "BIGINT",
+    "BIGINT": "DECIMAL(20,0)",
+}
+
+
+def delta_type(t: ColumnType) -> str:
+    """The Spark/Delta SQL type a MySQL column is stored as."""
+    if t.base in _INT_SIGNED:
+        return (_INT_UNSIGNED if t.unsigned else _INT_SIGNED)[t.base]
+    if t.base == "DECIMAL":
+        precision, scale = t.length or 10, t.scale or 0
+        # Spark decimals stop at 38 digits; wider MySQL decimals are kept as text.
+        return f"DECIMAL({precision},{scale})" if precision <= 38 else "STRING"
+    if t.base == "FLOAT":
+        return "FLOAT"
+    if t.base == "DOUBLE":
+        return "DOUBLE"
+    if t.base == "DATE":
+        return "DATE"
+    if t.base == "DATETIME":
+        return "TIMESTAMP_NTZ"
+    if t.base == "TIMESTAMP":
+        return "TIMESTAMP"
+    if t.base == "YEAR":
+        return "INT"
+    if t.base in ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB", "BIT"):
+        return "BINARY"
+    if t.base in SPATIAL_TYPES or t.base == "VECTOR":
+        return "BINARY"  # WKB; MariaDB's VECTOR is packed floats
+    return "STRING"
+
+
+def value_expr(t: ColumnType, text: str) -> str:
+    """A Spark SQL expression converting the text value ``text`` (an expression) to
+    :func:`delta_type` of ``t``."""
+    target = delta_type(t)
+    if t.base == "DATE":
+        return (
+            f"CASE WHEN {text} RLIKE '^-?[0-9]+$' "
+            f"THEN date_add(DATE'1970-01-01', CAST({text} AS INT)) ELSE to_date({text}) END"
+        )
+    if t.base == "DATETIME":
+        micros = (t.length or 0) > 3
+        unit = "timestamp_micros" if micros else "timestamp_millis"
+        return (
+            f"CASE WHEN {text} RLIKE '^-?[0-9]+$' "
+            f"THEN CAST({unit}(CAST({text} AS BIGINT)) AS TIMESTAMP_NTZ) "
+            f"ELSE CAST({text} AS TIMESTAMP_NTZ) END"
+        )
+    if t.base == "TIMESTAMP":
+        return f"CAST({text} AS TIMESTAMP)"
+    if t.base in SPATIAL_TYPES:
+        # Debezium sends a geometry as {"wkb": base64, "srid": n}: the WKB is the value.
+        return f"unbase64(coalesce(get_json_object({text}, '$.wkb'), {text}))"
+    if target == "BINARY":
+        return f"unbase64({text})"
+    if target == "STRING":
+        return text
+    if target in _INTEGRAL:
+        # A DOUBLE/DECIMAL shard column feeding an integer target writes "2.0": integral
+        # values are taken; anything else does not fit (NULL here, a dead letter upstream).
+        return f"try_cast(regexp_replace({text}, '[.]0+$', '') AS {target})"
+    return f"try_cast({text} AS {target})"
+
+
+_INTEGRAL = {"TINYINT", "SMALLINT", "INT", "BIGINT"}
+
+
+def debezium_member_expr(t: ColumnType, text: str, binlog: str) -> str:
+    """``text`` (an ENUM or SET value, as text) with the member Debezium named by its own
+    parse of the DDL mapped back to the member itself, where ``binlog`` (a condition) says
+    the value is such a name: a Debezium row read from the binlog, not a snapshot row
+    (``schemas.debezium_enum``). A SET value is its members joined by commas (a SET
+    member has none), each mapped. ``text`` itself when no member of ``t`` needs it (no
+    backslash, quote, double quote, comma or control character MySQL escapes), and for
+    every other type: nothing is added to a row's work then."""
+    mapping = value_map(t.members) if t.base in ("ENUM", "SET") else {}
+    if not mapping:
+        return text
+    whens = " ".join(f"WHEN {string(k)} THEN {string(v)}" for k, v in mapping.items())
+    if t.base == "ENUM":
+        mapped = f"CASE {text} {whens} ELSE {text} END"
+    else:
+        mapped = (
+            f"array_join(transform(split({text}, ','), _em -> CASE _em {whens} ELSE _em END), ',')"
+        )
+    return f"CASE WHEN {binlog} THEN {mapped} ELSE {text} END"
+
+
+def literal_expr(t: ColumnType, sql_literal: str) -> str:
+    """A MySQL literal (a default or the implicit value, as ``schemas`` normalises it:
+    ``NULL``, ``CURRENT_TIMESTAMP``, a number, a quoted string) as a Spark SQL
+    expression of the column's Delta type."""
+    if sql_literal.upper() == "NULL":
+        return literal(None, delta_type(t))
+    if sql_literal.upper().startswith("CURRENT_TIMESTAMP"):
+        return f"CAST(current_timestamp() AS {delta_type(t)})"
+    quoted = len(sql_literal) >= 2 and sql_literal[0] == sql_literal[-1] == "'"
+    text = string_value(sql_literal) if quoted else sql_literal
+    if t.base in ("DATE", "DATETIME", "TIMESTAMP") and text.startswith("0000-00-00"):
+        # MySQL's zero date has no Spark value: NULL is the closest honest value.
+        return literal(None, delta_type(t))
+    return value_expr(t, string(text))
+
+
+def schema_ddl(schema: TableSchema) -> str:
+    """The column list of a CREATE TABLE for Delta: ``id INT, a STRING, ...``."""
+    return ", ".join(f"{ident(c.name)} {delta_type(c.type)}" for c in schema.columns)
+
+
+# Delta 4.x type widening ("Delta type widening", docs.delta.io): the changes
+# ALTER COLUMN ... TYPE makes in place, without rewriting data files.
+_WIDER = {
+    "TINYINT": {"SMALLINT", "INT", "BIGINT", "DOUBLE"},
+    "SMALLINT": {"INT", "BIGINT", "DOUBLE"},
+    "INT": {"BIGINT", "DOUBLE"},
+    "FLOAT": {"DOUBLE"},
+    "DATE": {"TIMESTAMP_NTZ"},
+}
+# An integer becomes a decimal with at least this many integer digits (the docs' "minimum
+# target": DECIMAL(10,0) for byte, short and int, DECIMAL(20,0) for long).
+_INTEGER_DIGITS = {"TINYINT": 10, "SMALLINT": 10, "INT": 10, "BIGINT": 20}
+_DECIMAL = re.compile(r"^DECIMAL\((\d+),(\d+)\)$")
+
+
+def widens_in_place(current: str, wanted: str) -> bool:
+    """Whether Delta changes a column of type ``current`` to ``wanted`` in place (both
+    Spark SQL type names, as :func:`delta_type` writes them). DECIMAL(p, s) goes to
+    DECIMAL(p + k1, s + k2) only when k1 >= k2 >= 0: never fewer integer digits, never
+    less scale; so DECIMAL(5,2) -> DECIMAL(5,3) needs a rewrite."""
+    current, wanted = current.replace(" ", "").upper(), wanted.replace(" ", "").upper()
+    if wanted in _WIDER.get(current, ()):
+        return True
+    to = _DECIMAL.match(wanted)
+    if to is None:
+        return False
+    precision, scale = int(to.group(1)), int(to.group(2))
+    if current in _INTEGER_DIGITS:
+        return precision - scale >= _INTEGER_DIGITS[current]
+    was = _DECIMAL.match(current)
+    if was is None:
+        return False
+    p0, s0 = int(was.group(1)), int(was.group(2))
+    return scale >= s0 and precision - scale >= p0 - s0

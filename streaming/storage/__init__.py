@@ -1,0 +1,1 @@
+"""The storage wing of the job (docs/architecture.md)."""
