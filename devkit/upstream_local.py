@@ -2,7 +2,7 @@
 
 Why: end-to-end tests need what production feeds the job, real Debezium messages from a
 real binlog, not the project's own producer. Nothing here is shared with the machine: one
-``mariadbd`` per source (Debian's MariaDB, ``scripts/install-mariadb``) with its own data
+``mariadbd`` per source (Debian's MariaDB, ``scripts/install-databases``) with its own data
 dir, and one Kafka Connect standalone worker (``.jars/connect``, ``scripts/fetch-jars``),
 all on free loopback ports. State lives in ``<base>/<name>`` (default
 ``.state/upstream/default`` under the repo root): per source ``<source>/data``, its socket,
@@ -337,7 +337,7 @@ def start(
     stop(name, base_dir)  # whatever is left of a half-dead earlier start
     for tool in ("mariadbd", "mariadb-install-db"):
         if _which(tool) is None:
-            raise UpstreamError(f"{tool} not found: run scripts/install-mariadb (as root)")
+            raise UpstreamError(f"{tool} not found: run scripts/install-databases (as root)")
     sdir = state_dir(name, base_dir)
     sdir.mkdir(parents=True, exist_ok=True)
     ports = procs.pick_ports(sdir, ["connect", *sources])

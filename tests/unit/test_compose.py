@@ -1,7 +1,7 @@
 """docker-compose.yml (for users with Docker) is a valid Compose file.
 
 Checked with docker-compose 1.x, which validates without a Docker engine; scripts/test
-installs it (scripts/install-mariadb)."""
+installs it (scripts/install-databases)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,389 @@
+"""A target's table in a database: its column types and its DDL per dialect, rendered
+with sqlglot from the schema values (never by joining strings).
+
+The first part of the database sink (docs/status.md): what a MariaDB, MySQL or
+PostgreSQL table of a target looks like, and the statements that take it from the
+columns it has to the schema a downstream decision wants. Pure: no connection; the sink
+reads the table's columns and runs what :func:`alter_statements` returns.
+
+Rules, as on Delta (``streaming.storage.delta_sink``):
+
+- **Values, not constraints.** shardmerge fills every value itself (a row lacking a
+  column gets its default, NULL or the implicit value before it is written), so the
+  table keeps no ``AUTO_INCREMENT`` and no generated expression: the shards' values are
+  copied. Key columns are ``NOT NULL`` (a primary key needs it); the other columns are
+  nullable, so a column one shard lacks never refuses another shard's row. Constant
+  defaults are kept (for readers of the table); an expression default is left out.
+- **Idempotent.** :func:`alter_statements` compares the table's columns with the
+  decision and renders only what is still missing: a batch run again after its DDL
+  committed (DDL commits on its own in MySQL) renders nothing.
+- **No loss.** A type change the database cannot make without losing values (a
+  narrower or other type) is a :class:`DialectConflict` with advice, as a change Delta
+  cannot make is; the job then waits for the operator.
+- **Types by mapping.** MariaDB and MySQL keep the shard's own type (charset and
+  collation included). PostgreSQL gets :func:`postgres_type`'s mapping (its own table in
+  docs/status.md), which never narrows: an unsigned type takes the next wider signed
+  type, ENUM and SET are TEXT, JSON is JSONB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
+
+import sqlglot
+from sqlglot import exp
+
+from schemas.changes import AlterSpec, ChangeColumn, DropColumn, RenameColumn
+from schemas.model import (
+    BLOB_TYPES,
+    CHARSET_TYPES,
+    IMPLICIT_DEFAULT,
+    INTEGER_TYPES,
+    SPATIAL_TYPES,
+    TEXT_TYPES,
+    Column,
+    ColumnType,
+    TableSchema,
+    name_key,
+)
+from shardmerge.errors import ShardMergeError
+
+__all__ = [
+    "DIALECTS",
+    "Dialect",
+    "DialectConflict",
+    "alter_statements",
+    "column_type",
+    "create_table",
+    "postgres_type",
+    "widens",
+]
+
+Dialect = Literal["mariadb", "mysql", "postgresql"]
+DIALECTS: tuple[Dialect, ...] = ("mariadb", "mysql", "postgresql")
+# sqlglot's names of them (MariaDB speaks MySQL's DDL for everything rendered here).
+_SQLGLOT = {"mariadb": "mysql", "mysql": "mysql", "postgresql": "postgres"}
+
+
+class DialectConflict(ShardMergeError):
+    """The database cannot make a change without losing values; the message says which
+    column, what it has, what the decision wants, and what the operator can do."""
+
+
+def _sg(dialect: Dialect) -> str:
+    if dialect not in _SQLGLOT:
+        raise ValueError(f"unknown dialect {dialect!r}: one of {', '.join(DIALECTS)}")
+    return _SQLGLOT[dialect]
+
+
+def _ident(name: str) -> exp.Identifier:
+    return exp.to_identifier(name, quoted=True)
+
+
+def _table(db: str | None, table: str) -> exp.Table:
+    return exp.Table(this=_ident(table), db=_ident(db) if db else None)
+
+
+# --- types -----------------------------------------------------------------------------
+
+# The next wider signed type of an unsigned integer (PostgreSQL has no unsigned types).
+_PG_INTEGER = {
+    ("TINYINT", False): "SMALLINT",
+    ("TINYINT", True): "SMALLINT",
+    ("SMALLINT", False): "SMALLINT",
+    ("SMALLINT", True): "INTEGER",
+    ("MEDIUMINT", False): "INTEGER",
+    ("MEDIUMINT", True): "INTEGER",
+    ("INT", False): "INTEGER",
+    ("INT", True): "BIGINT",
+    ("BIGINT", False): "BIGINT",
+    ("BIGINT", True): "DECIMAL(20, 0)",
+}
+
+
+def postgres_type(t: ColumnType) -> exp.DataType:
+    """The PostgreSQL type of a MySQL column type: one that holds every value the MySQL
+    type holds (see the module text). Spatial types are refused (:class:`DialectConflict`)."""
+    base = t.base
+    if base in INTEGER_TYPES:
+        text = _PG_INTEGER[(base, t.unsigned)]
+    elif base == "DECIMAL":
+        text = f"DECIMAL({t.length or 10}, {t.scale or 0})"
+    elif base == "FLOAT":
+        text = "REAL"
+    elif base == "DOUBLE":
+        text = "DOUBLE PRECISION"
+    elif base in ("CHAR", "VARCHAR"):
+        text = f"{base}({t.length or 1})"
+    elif base in TEXT_TYPES or base in ("ENUM", "SET"):
+        text = "TEXT"
+    elif base in BLOB_TYPES or base in ("BINARY", "VARBINARY"):
+        text = "BYTEA"
+    elif base == "BIT":
+        text = "BOOLEAN" if (t.length or 1) == 1 else "BYTEA"
+    elif base == "YEAR":
+        text = "SMALLINT"
+    elif base == "DATE":
+        text = "DATE"
+    elif base == "DATETIME":
+        text = f"TIMESTAMP({t.length or 0})"
+    elif base == "TIMESTAMP":  # stored in UTC by MySQL, sent in UTC by the CDC tools
+        text = f"TIMESTAMPTZ({t.length or 0})"
+    elif base == "TIME":  # MySQL's range (-838:59:59 .. 838:59:59) is an interval's
+        text = "INTERVAL"
+    elif base == "JSON":
+        text = "JSONB"
+    elif base == "BOOLEAN":
+        text = "SMALLINT"  # MySQL's BOOLEAN is TINYINT(1): any small integer
+    elif base in SPATIAL_TYPES:
+        raise DialectConflict(
+            f"type {t.type_sql()} has no PostgreSQL column shardmerge writes (spatial "
+            "types need PostGIS): route the table to a Delta or MySQL target, or drop the "
+            "column upstream"
+        )
+    else:
+        raise DialectConflict(f"type {t.type_sql()} has no PostgreSQL mapping")
+    return exp.DataType.build(text, dialect="postgres")
+
+
+def column_type(t: ColumnType, dialect: Dialect) -> exp.DataType:
+    """The column type a table of ``dialect`` gets for a shard's column type."""
+    if _sg(dialect) == "postgres":
+        return postgres_type(t)
+    return exp.DataType.build(t.type_sql(), dialect="mysql")
+
+
+def _type_text(t: ColumnType, dialect: Dialect) -> str:
+    return column_type(t, dialect).sql(_sg(dialect))
+
+
+# --- columns ---------------------------------------------------------------------------
+
+
+def _default(column: Column, dialect: Dialect) -> exp.Expression | None:
+    """A constant default as the dialect writes it; None for none, or an expression the
+    table does not keep (see the module text)."""
+    if column.default is None:
+        return None
+    text = column.type.implicit_sql() if column.default == IMPLICIT_DEFAULT else column.default
+    try:
+        value = sqlglot.parse_one(text, read="mysql")
+    except sqlglot.errors.ParseError:
+        return None
+    if isinstance(value, exp.CurrentTimestamp):  # its precision is the column's (MySQL)
+        return value
+    if value.is_string and value.this.startswith("0000"):
+        return None  # a zero date: refused by strict modes and by PostgreSQL
+    if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
+        return value
+    if not isinstance(value, exp.Literal):
+        return None
+    if _sg(dialect) == "postgres":
+        if column.type.base in ("BIT", "BINARY", "VARBINARY", *BLOB_TYPES, "JSON"):
+            return None  # byte and JSON literals are not portable: values are filled anyway
+        if column.type.base in INTEGER_TYPES and value.is_string:
+            return None
+    return value
+
+
+def column_def(column: Column, dialect: Dialect, *, key: bool = False) -> exp.ColumnDef:
+    """The column's definition: type, NOT NULL for a key column, a constant default, and
+    on MariaDB/MySQL its charset and collation."""
+    constraints = []
+    if _sg(dialect) == "mysql" and column.type.base in CHARSET_TYPES:
+        if column.type.charset:
+            constraints.append(
+                exp.ColumnConstraint(
+                    kind=exp.CharacterSetColumnConstraint(this=exp.var(column.type.charset))
+                )
+            )
+        if column.type.collation:
+            constraints.append(
+                exp.ColumnConstraint(
+                    kind=exp.CollateColumnConstraint(this=exp.var(column.type.collation))
+                )
+            )
+    constraints.append(exp.ColumnConstraint(kind=exp.NotNullColumnConstraint(allow_null=not key)))
+    default = _default(column, dialect)
+    if default is not None:
+        constraints.append(exp.ColumnConstraint(kind=exp.DefaultColumnConstraint(this=default)))
+    return exp.ColumnDef(
+        this=_ident(column.name), kind=column_type(column.type, dialect), constraints=constraints
+    )
+
+
+# --- statements ------------------------------------------------------------------------
+
+
+def create_table(
+    dialect: Dialect,
+    db: str | None,
+    table: str,
+    schema: TableSchema,
+    key: Sequence[str],
+    extra: Iterable[Column] = (),
+) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` of a target: the schema's columns, then ``extra``
+    (the shard columns the routes add), and ``key`` as its primary key (the routes' key:
+    the schema's own key, shard columns joined)."""
+    keys = {name_key(k) for k in key}
+    missing = keys - {c.key for c in (*schema.columns, *extra)}
+    if missing:
+        raise ValueError(f"key column(s) {sorted(missing)} are not columns of {table!r}")
+    columns = [column_def(c, dialect, key=c.key in keys) for c in (*schema.columns, *extra)]
+    body: list[exp.Expression] = [*columns]
+    if key:
+        body.append(exp.PrimaryKey(expressions=[_ident(k) for k in key]))
+    properties = None
+    if _sg(dialect) == "mysql":  # the server's default may be latin1: say the shards' own
+        options: list[exp.Expression] = [
+            exp.CharacterSetProperty(this=exp.var(schema.charset or "utf8mb4"), default=True)
+        ]
+        if schema.collation:
+            options.append(exp.CollateProperty(this=exp.var(schema.collation), default=True))
+        properties = exp.Properties(expressions=options)
+    create = exp.Create(
+        this=exp.Schema(this=_table(db, table), expressions=body),
+        kind="TABLE",
+        exists=True,
+        properties=properties,
+    )
+    return create.sql(_sg(dialect))
+
+
+def _alter(dialect: Dialect, db: str | None, table: str, action: exp.Expression) -> str:
+    return exp.Alter(this=_table(db, table), kind="TABLE", actions=[action]).sql(_sg(dialect))
+
+
+def widens(current: ColumnType, wanted: ColumnType, dialect: Dialect) -> bool:
+    """Whether the database holds every value of ``current`` in ``wanted`` (so changing
+    the column loses nothing), by the types it gives them."""
+    have, want = column_type(current, dialect), column_type(wanted, dialect)
+    if have == want:
+        return True
+    return _holds(have, want)
+
+
+_INT_RANK = {
+    exp.DType.TINYINT: 1, exp.DType.UTINYINT: 1, exp.DType.SMALLINT: 2,
+    exp.DType.USMALLINT: 2, exp.DType.MEDIUMINT: 3, exp.DType.UMEDIUMINT: 3,
+    exp.DType.INT: 4, exp.DType.UINT: 4, exp.DType.BIGINT: 5, exp.DType.UBIGINT: 5,
+}  # fmt: skip
+_UNSIGNED = {exp.DType.UTINYINT, exp.DType.USMALLINT, exp.DType.UMEDIUMINT, exp.DType.UINT,
+             exp.DType.UBIGINT}  # fmt: skip
+_TEXTS = [exp.DType.TINYTEXT, exp.DType.TEXT, exp.DType.MEDIUMTEXT, exp.DType.LONGTEXT]
+_BLOBS = [exp.DType.TINYBLOB, exp.DType.BLOB, exp.DType.MEDIUMBLOB, exp.DType.LONGBLOB]
+
+
+def _size(t: exp.DataType, i: int) -> int | None:
+    params = t.expressions
+    if len(params) <= i:
+        return None
+    return int(params[i].this.this if isinstance(params[i], exp.DataTypeParam) else params[i].this)
+
+
+def _holds(have: exp.DataType, want: exp.DataType) -> bool:
+    h, w = have.this, want.this
+    if h in _INT_RANK and w in _INT_RANK:
+        if (h in _UNSIGNED) == (w in _UNSIGNED):
+            return _INT_RANK[w] >= _INT_RANK[h]
+        # signed into unsigned loses negatives; unsigned into signed needs a wider type
+        return h in _UNSIGNED and _INT_RANK[w] > _INT_RANK[h]
+    if h in _INT_RANK and w == exp.DType.DECIMAL:
+        digits = {1: 3, 2: 5, 3: 8, 4: 10, 5: 20}[_INT_RANK[h]]
+        p, s = _size(want, 0) or 10, _size(want, 1) or 0
+        return p - s >= digits
+    if h == exp.DType.DECIMAL and w == exp.DType.DECIMAL:
+        hp, hs = _size(have, 0) or 10, _size(have, 1) or 0
+        wp, ws = _size(want, 0) or 10, _size(want, 1) or 0
+        return ws >= hs and wp - ws >= hp - hs
+    if h == exp.DType.FLOAT and w == exp.DType.DOUBLE:
+        return True
+    if h in (exp.DType.VARCHAR, exp.DType.CHAR) and w in (exp.DType.VARCHAR, *_TEXTS):
+        if w == exp.DType.VARCHAR:
+            return (_size(want, 0) or 0) >= (_size(have, 0) or 0)
+        return True
+    if h in _TEXTS and w in _TEXTS:
+        return _TEXTS.index(w) >= _TEXTS.index(h)
+    if h in (exp.DType.VARBINARY, exp.DType.BINARY) and w in (exp.DType.VARBINARY, *_BLOBS):
+        if w == exp.DType.VARBINARY:
+            return (_size(want, 0) or 0) >= (_size(have, 0) or 0)
+        return True
+    if h in _BLOBS and w in _BLOBS:
+        return _BLOBS.index(w) >= _BLOBS.index(h)
+    if h in (exp.DType.TIMESTAMP, exp.DType.TIMESTAMPTZ, exp.DType.DATETIME) and w == h:
+        return (_size(want, 0) or 0) >= (_size(have, 0) or 0)
+    return False
+
+
+def alter_statements(
+    dialect: Dialect,
+    db: str | None,
+    table: str,
+    existing: Mapping[str, ColumnType],
+    specs: Sequence[AlterSpec],
+    schema: TableSchema,
+) -> list[str]:
+    """The statements that take the table from ``existing`` (its columns, lower-case
+    names, as the shards' types that made them) to ``schema``, one change each, only
+    those still needed. Renames come from ``specs`` (a column renamed is moved, not added
+    and dropped); a column leaves only when ``specs`` drop it (the shard columns the
+    routes add are never dropped). Raises :class:`DialectConflict` for a type change
+    that would lose values."""
+    have = {name_key(k): v for k, v in existing.items()}
+    out: list[str] = []
+    for spec in specs:  # renames first: the columns below are looked up by their new name
+        old, new = _renamed(spec)
+        if (
+            old is not None
+            and new is not None
+            and name_key(old) != name_key(new)
+            and name_key(old) in have
+            and name_key(new) not in have
+        ):
+            action = exp.RenameColumn(this=_ident(old), to=_ident(new))
+            out.append(_alter(dialect, db, table, action))
+            have[name_key(new)] = have.pop(name_key(old))
+    for spec in specs:
+        gone = isinstance(spec, DropColumn) and schema.column(spec.name) is None
+        if isinstance(spec, DropColumn) and gone and name_key(spec.name) in have:
+            drop = exp.Drop(tables=[exp.column(_ident(spec.name))], kind="COLUMN")
+            out.append(_alter(dialect, db, table, drop))
+            have.pop(name_key(spec.name))
+    keys = {name_key(k) for k in schema.primary_key}
+    for column in schema.columns:
+        current = have.get(column.key)
+        if current is None:
+            out.append(_alter(dialect, db, table, column_def(column, dialect, key=False)))
+            continue
+        if _type_text(current, dialect) == _type_text(column.type, dialect):
+            continue
+        if not widens(current, column.type, dialect):
+            raise DialectConflict(
+                f"column {column.name!r} of {table!r} is {_type_text(current, dialect)} in "
+                f"the {dialect} table; the decision wants {_type_text(column.type, dialect)}, "
+                "which does not hold every value it has: change the column by hand (or "
+                "recreate the table), then run `shardmerge unlock <target> --retry`"
+            )
+        out.append(_alter(dialect, db, table, _retype(column, dialect, column.key in keys)))
+    return out
+
+
+def _renamed(spec: AlterSpec) -> tuple[str | None, str | None]:
+    if isinstance(spec, RenameColumn):
+        return spec.old_name, spec.new_name
+    if isinstance(spec, ChangeColumn):
+        return spec.old_name, spec.column.name
+    return None, None
+
+
+def _retype(column: Column, dialect: Dialect, key: bool) -> exp.Expression:
+    if _sg(dialect) == "mysql":  # MODIFY takes the whole definition (else it drops NOT NULL)
+        return exp.ModifyColumn(this=column_def(column, dialect, key=key))
+    wanted = column_type(column.type, dialect)
+    return exp.AlterColumn(
+        this=_ident(column.name),
+        dtype=wanted,
+        using=exp.Cast(this=exp.column(_ident(column.name)), to=wanted.copy()),
+    )

@@ -1,0 +1,157 @@
+"""The DDL schemas.dialects renders runs on real databases (a local MariaDB and PostgreSQL,
+devkit.downstream_local) and makes the table it says: hostile names and values, a key,
+a rename, a drop, a widening that keeps the rows, and nothing left to do afterwards."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlglot import exp
+
+from devkit import downstream_local
+from schemas.ddl import parse_ddl
+from schemas.dialects import alter_statements, column_type, create_table
+from schemas.model import ColumnType, TableSchema
+
+pytestmark = pytest.mark.timeout(300)
+
+HOSTILE = "a`b'c;--\""
+DB = "sh'op`\""
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def schema_of(sql: str) -> TableSchema:
+    (create,) = parse_ddl(sql)
+    return create.schema
+
+
+ORDERS = schema_of(
+    f"CREATE TABLE o (id BIGINT UNSIGNED NOT NULL, {_q(HOSTILE)} VARCHAR(10) DEFAULT 'it''s \\\\ x', "
+    "n INT NOT NULL DEFAULT 0, d DECIMAL(10,2) DEFAULT -1.5, "
+    "ts TIMESTAMP(3) NULL DEFAULT CURRENT_TIMESTAMP(3), e ENUM('a','b') DEFAULT 'a', "
+    "f DOUBLE, y YEAR, b BLOB, t TIME, u TINYINT UNSIGNED, PRIMARY KEY (id))"
+)
+BEFORE = schema_of(
+    "CREATE TABLE t (id INT NOT NULL, old INT, gone INT, s SMALLINT, PRIMARY KEY (id))"
+)
+(ALTER,) = parse_ddl(
+    f"ALTER TABLE t RENAME COLUMN old TO {_q(HOSTILE)}, DROP COLUMN gone, MODIFY s BIGINT, "
+    "ADD COLUMN w VARCHAR(3) DEFAULT 'q''\\\\'"
+)
+AFTER = schema_of(
+    f"CREATE TABLE t (id INT NOT NULL, {_q(HOSTILE)} INT, s BIGINT, w VARCHAR(3) DEFAULT 'q''\\\\', "
+    "PRIMARY KEY (id))"
+)
+
+
+@pytest.fixture(scope="module")
+def mariadb(tmp_path_factory):
+    with downstream_local.mariadb(tmp_path_factory.mktemp("downstream-mariadb")) as server:
+        server.execute(f"CREATE DATABASE {_q(DB)}")
+        yield server
+
+
+@pytest.fixture(scope="module")
+def postgres(tmp_path_factory):
+    with downstream_local.postgresql(tmp_path_factory.mktemp("downstream-pg")) as server:
+        server.execute('CREATE SCHEMA "' + DB.replace('"', '""') + '"')
+        yield server
+
+
+def _mariadb_columns(server, table: str) -> dict[str, tuple[ColumnType, str, str]]:
+    rows = server.execute(
+        "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY FROM information_schema.COLUMNS "
+        f"WHERE TABLE_SCHEMA = {json.dumps(DB)} AND TABLE_NAME = {json.dumps(table)} "
+        "ORDER BY ORDINAL_POSITION"
+    )
+    return {
+        name: (schema_of(f"CREATE TABLE x (c {ctype})").columns[0].type, nullable, key)
+        for name, ctype, nullable, key in rows
+    }
+
+
+def test_mariadb_makes_the_table_it_is_told(mariadb):
+    mariadb.execute(create_table("mariadb", DB, HOSTILE, ORDERS, ["id"]))
+    columns = _mariadb_columns(mariadb, HOSTILE)
+    assert list(columns) == [c.name for c in ORDERS.columns]
+    for c in ORDERS.columns:
+        have, nullable, key = columns[c.name]
+        # the shard's own type (JSON would read back as MariaDB's LONGTEXT alias)
+        assert have.type_sql() == c.type.type_sql(), c.name
+        assert (nullable, key) == (("NO", "PRI") if c.name == "id" else ("YES", ""))
+    # a row without the defaulted columns gets the shard's defaults, quotes and all
+    mariadb.execute(f"INSERT INTO {_q(DB)}.{_q(HOSTILE)} (id) VALUES (1)")
+    (row,) = mariadb.execute(f"SELECT {_q(HOSTILE)}, n, d, e FROM {_q(DB)}.{_q(HOSTILE)}")
+    assert row[0] == "it's \\ x" and row[1] == 0 and str(row[2]) == "-1.50" and row[3] == "a"
+
+
+def test_mariadb_alters_once_keeps_rows_and_has_nothing_left(mariadb):
+    mariadb.execute(create_table("mariadb", DB, "t", BEFORE, ["id"]))
+    mariadb.execute(f"INSERT INTO {_q(DB)}.t VALUES (1, 7, 8, 32767)")
+    existing = {k.lower(): v[0] for k, v in _mariadb_columns(mariadb, "t").items()}
+    statements = alter_statements("mariadb", DB, "t", existing, ALTER.specs, AFTER)
+    assert len(statements) == 4
+    for sql in statements:
+        mariadb.execute(sql)
+    columns = _mariadb_columns(mariadb, "t")
+    assert list(columns) == ["id", HOSTILE, "s", "w"]
+    (row,) = mariadb.execute(f"SELECT id, {_q(HOSTILE)}, s, w FROM {_q(DB)}.t")
+    assert row == (1, 7, 32767, "q'\\")
+    mariadb.execute(f"UPDATE {_q(DB)}.t SET s = 9223372036854775807")  # BIGINT now
+    # run again (a batch re-run after its DDL committed): nothing to do
+    existing = {k.lower(): v[0] for k, v in columns.items()}
+    assert alter_statements("mariadb", DB, "t", existing, ALTER.specs, AFTER) == []
+
+
+def _pg_columns(server, table: str) -> dict[str, tuple[str, bool]]:
+    out = server.execute(
+        "SELECT json_agg(json_build_array(attname, format_type(atttypid, atttypmod), "
+        "attnotnull) ORDER BY attnum) FROM pg_attribute WHERE attrelid = "
+        f"(quote_ident({_pg_literal(DB)}) || '.' || quote_ident({_pg_literal(table)}))::regclass "
+        "AND attnum > 0 AND NOT attisdropped"
+    )
+    return {name: (ptype, notnull) for name, ptype, notnull in json.loads(out)}
+
+
+def _pg_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _pg(t: ColumnType) -> str:
+    return column_type(t, "postgresql").sql("postgres")
+
+
+def test_postgresql_makes_the_table_it_is_told(postgres):
+    postgres.execute(create_table("postgresql", DB, HOSTILE, ORDERS, ["id"]))
+    columns = _pg_columns(postgres, HOSTILE)
+    assert list(columns) == [c.name for c in ORDERS.columns]
+    for c in ORDERS.columns:
+        ptype, notnull = columns[c.name]
+        assert exp.DataType.build(ptype, dialect="postgres").sql("postgres") == _pg(c.type), c.name
+        assert notnull == (c.name == "id")
+    table = '"' + DB.replace('"', '""') + '"."' + HOSTILE.replace('"', '""') + '"'
+    postgres.execute(f"INSERT INTO {table} (id) VALUES (18446744073709551615)")
+    got = postgres.execute(
+        f'SELECT json_build_array(id::text, "{HOSTILE.replace(chr(34), chr(34) * 2)}", n, e) '
+        f"FROM {table}"
+    )
+    assert json.loads(got) == ["18446744073709551615", "it's \\ x", 0, "a"]
+
+
+def test_postgresql_alters_once_and_keeps_rows(postgres):
+    table = '"' + DB.replace('"', '""') + '"."t"'
+    postgres.execute(create_table("postgresql", DB, "t", BEFORE, ["id"]))
+    postgres.execute(f"INSERT INTO {table} VALUES (1, 7, 8, 32767)")
+    existing = {c.key: c.type for c in BEFORE.columns}
+    statements = alter_statements("postgresql", DB, "t", existing, ALTER.specs, AFTER)
+    for sql in statements:
+        postgres.execute(sql)
+    columns = _pg_columns(postgres, "t")
+    assert list(columns) == ["id", HOSTILE, "s", "w"]
+    assert columns["s"][0] == "bigint"
+    got = postgres.execute(f"SELECT json_build_array(id, s, w) FROM {table}")
+    assert json.loads(got) == [1, 32767, "q'\\"]
