@@ -27,7 +27,7 @@ from pathlib import Path
 
 from devkit import procs, upstream_local
 
-__all__ = ["DownstreamError", "Postgres", "mariadb", "postgresql"]
+__all__ = ["DownstreamError", "Postgres", "mariadb", "postgresql", "sink_settings"]
 
 
 class DownstreamError(procs.ProcessError):
@@ -157,3 +157,20 @@ def _postgresql(workdir: Path, home: Path, timeout: float) -> Iterator[Postgres]
         yield server
     finally:
         procs.terminate([proc.pid], 30.0)
+
+
+@contextlib.contextmanager
+def sink_settings(kind: str, workdir: Path) -> Iterator[dict[str, object]]:
+    """A local downstream database of ``kind`` (``mariadb`` or ``postgresql``) running,
+    and the job's ``sink`` settings that write to it (``kind: jdbc``); stopped on exit."""
+    if kind == "mariadb":
+        with mariadb(workdir) as server:
+            user, password = upstream_local.ADMIN
+            yield {"kind": "jdbc", "url": f"jdbc:mariadb://127.0.0.1:{server.port}/",
+                   "dialect": "mariadb", "user": user, "password": password}  # fmt: skip
+    elif kind == "postgresql":
+        with postgresql(workdir) as pg:
+            url = f"jdbc:postgresql://127.0.0.1:{pg.port}/postgres"
+            yield {"kind": "jdbc", "url": url, "dialect": "postgresql", "user": "postgres"}
+    else:
+        raise ValueError(f"unknown downstream database {kind!r}: mariadb or postgresql")

@@ -68,7 +68,15 @@ GROUP_SIZE = 24
 class SparkScenarioSession:
     """One broker and one SparkSession for any number of scenario files."""
 
-    def __init__(self, workdir: str | Path | None = None, broker: Any = None) -> None:
+    def __init__(
+        self,
+        workdir: str | Path | None = None,
+        broker: Any = None,
+        sink: dict[str, Any] | None = None,
+    ) -> None:
+        """``sink``: the targets' sink settings beyond ``path`` (``kind: jdbc``, ``url``,
+        ``dialect``, ``user``, ``password``); None: Delta."""
+        self.sink = dict(sink or {})
         self._stack = contextlib.ExitStack()
         self.workdir = Path(workdir or self._stack.enter_context(tempfile.TemporaryDirectory()))
         from devkit import kafka_local
@@ -247,6 +255,7 @@ class _Run:
             routes or [self.route()],
             {str(self.target): self.target_settings()},
             self.names.moves(self.scenario),
+            self.s.sink,
         )
 
     # --- names ---------------------------------------------------------------------------
@@ -464,9 +473,12 @@ class _Run:
         view = c.target_view(self.target)
         schema = view.downstream if view is not None else None
         found: list[dict[str, Any]] = []
-        path = self.settings.table_path(self.target)
-        if rows and schema is not None and Path(path).exists():
-            df = self.s.spark.read.format("delta").load(path)
+        df = (
+            read_target(self.s.spark, self.settings, self.target)
+            if rows and schema is not None
+            else None
+        )
+        if df is not None:
             self.delta_columns = [f.name for f in df.schema.fields]
             found = [r.asDict() for r in df.collect()]
             column = self.scenario.extract.source_column if self.scenario.extract else None
@@ -521,13 +533,15 @@ class _Run:
         return tuple(found)
 
     def delta_matches_coordinator(self, seen: Observation) -> list[str]:
-        path = self.settings.table_path(self.target)
-        if seen.schema is None or not Path(path).exists():
+        if seen.schema is None:
             return []
         # The run's last observation read the table's columns with its rows.
-        delta_cols = self.delta_columns or [
-            f.name for f in self.s.spark.read.format("delta").load(path).schema.fields
-        ]
+        if not self.delta_columns:
+            df = read_target(self.s.spark, self.settings, self.target)
+            if df is None:
+                return []
+            self.delta_columns = [f.name for f in df.schema.fields]
+        delta_cols = self.delta_columns
         if sorted(c.lower() for c in delta_cols) != sorted(c.key for c in seen.schema.columns):
             return [f"Delta columns {delta_cols} differ from the target schema {seen.columns()}"]
         return []
@@ -549,6 +563,7 @@ class _Group:
             [run.route() for run in self.runs],
             {str(run.target): run.target_settings() for run in self.runs},
             [m for run in self.runs for m in run.names.moves(run.scenario)],
+            session.sink,
         )
         for run in self.runs:
             run.settings = self.settings
@@ -592,6 +607,7 @@ def _settings(
     routes: list[RouteSettings],
     targets: dict[str, TargetSettings],
     moves: list[MoveSettings] | None = None,
+    sink: dict[str, Any] | None = None,
 ) -> Settings:
     return Settings(
         moves=moves or [],
@@ -599,9 +615,22 @@ def _settings(
         sources=[SourceSettings(format="debezium", pattern=pattern)],
         routes=routes,
         targets=targets,
-        sink=SinkSettings(path=str(root / "lake")),
+        sink=SinkSettings(path=str(root / "lake"), **(sink or {})),
         checkpoint=str(root / "checkpoint"),
     )
+
+
+def read_target(spark: Any, settings: Settings, target: TargetId) -> Any:
+    """The target's table as a DataFrame, whatever the sink; None when it is not there."""
+    if settings.sink.kind == "jdbc":
+        from streaming.storage.sinks import sink_of
+
+        sink: Any = sink_of(spark, settings, "scenario-reader")
+        if not sink.columns(target):
+            return None
+        return sink.read(target)
+    path = settings.table_path(target)
+    return spark.read.format("delta").load(path) if Path(path).exists() else None
 
 
 def _catch_up(spark: Any, settings: Settings) -> str | None:
@@ -630,8 +659,17 @@ def _root_message(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-def run_spark_files(scenarios: list[Scenario]) -> Iterator[ScenarioResult]:
-    with SparkScenarioSession() as session:
+def run_spark_files(scenarios: list[Scenario], sink: str = "delta") -> Iterator[ScenarioResult]:
+    """The files on the spark engine, the target written by ``sink``: ``delta``, or a
+    local ``mariadb`` or ``postgresql`` server started for the run (the JDBC sink)."""
+    with contextlib.ExitStack() as stack:
+        settings = None
+        if sink != "delta":
+            from devkit import downstream_local
+
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            settings = stack.enter_context(downstream_local.sink_settings(sink, work / "db"))
+        session = stack.enter_context(SparkScenarioSession(sink=settings))
         yield from session.run_files(scenarios)
 
 

@@ -54,9 +54,12 @@ __all__ = [
     "Dialect",
     "DialectConflict",
     "alter_statements",
+    "changes_safely",
     "column_type",
+    "create_schema",
     "create_table",
     "postgres_type",
+    "sqlglot_dialect",
     "widens",
 ]
 
@@ -71,10 +74,21 @@ class DialectConflict(ShardMergeError):
     column, what it has, what the decision wants, and what the operator can do."""
 
 
-def _sg(dialect: Dialect) -> str:
+def sqlglot_dialect(dialect: Dialect) -> str:
+    """sqlglot's name of a dialect; an unknown one is refused by name."""
     if dialect not in _SQLGLOT:
         raise ValueError(f"unknown dialect {dialect!r}: one of {', '.join(DIALECTS)}")
     return _SQLGLOT[dialect]
+
+
+_sg = sqlglot_dialect
+
+
+def create_schema(dialect: Dialect, name: str) -> str:
+    """``CREATE DATABASE IF NOT EXISTS`` (MariaDB, MySQL) or ``CREATE SCHEMA IF NOT
+    EXISTS`` (PostgreSQL): where a target's ``db`` lives."""
+    kind = "SCHEMA" if _sg(dialect) == "postgres" else "DATABASE"
+    return exp.Create(this=exp.Table(this=_ident(name)), kind=kind, exists=True).sql(_sg(dialect))
 
 
 def _ident(name: str) -> exp.Identifier:
@@ -161,12 +175,14 @@ def _type_text(t: ColumnType, dialect: Dialect) -> str:
 # --- columns ---------------------------------------------------------------------------
 
 
-def _default(column: Column, dialect: Dialect) -> exp.Expression | None:
+def _default(column: Column, dialect: Dialect, key: bool = False) -> exp.Expression | None:
     """A constant default as the dialect writes it; None for none, or an expression the
     table does not keep (see the module text)."""
-    if column.default is None:
+    if column.default is None and (column.nullable or column.generated is not None or key):
         return None
-    text = column.type.implicit_sql() if column.default == IMPLICIT_DEFAULT else column.default
+    # a NOT NULL column without a default: the implicit value MySQL fills existing rows with
+    implicit = column.default is None or column.default == IMPLICIT_DEFAULT
+    text = column.type.implicit_sql() if implicit else str(column.default)
     try:
         value = sqlglot.parse_one(text, read="mysql")
     except sqlglot.errors.ParseError:
@@ -205,7 +221,7 @@ def column_def(column: Column, dialect: Dialect, *, key: bool = False) -> exp.Co
                 )
             )
     constraints.append(exp.ColumnConstraint(kind=exp.NotNullColumnConstraint(allow_null=not key)))
-    default = _default(column, dialect)
+    default = _default(column, dialect, key)
     if default is not None:
         constraints.append(exp.ColumnConstraint(kind=exp.DefaultColumnConstraint(this=default)))
     return exp.ColumnDef(
@@ -283,6 +299,28 @@ def _size(t: exp.DataType, i: int) -> int | None:
     return int(params[i].this.this if isinstance(params[i], exp.DataTypeParam) else params[i].this)
 
 
+_FAMILIES = (
+    {*_INT_RANK, exp.DType.DECIMAL},
+    {exp.DType.FLOAT, exp.DType.DOUBLE},
+    {exp.DType.CHAR, exp.DType.VARCHAR, *_TEXTS},
+    {exp.DType.BINARY, exp.DType.VARBINARY, *_BLOBS},
+    {exp.DType.TIMESTAMP}, {exp.DType.TIMESTAMPTZ}, {exp.DType.DATETIME},
+)  # fmt: skip
+
+
+def changes_safely(current: ColumnType, wanted: ColumnType, dialect: Dialect) -> bool:
+    """Whether changing the column loses no value silently: it widens (:func:`widens`), or
+    it narrows within one family (a shorter VARCHAR, a smaller integer), which the
+    database checks value by value and refuses, never truncates (MariaDB and MySQL in a
+    strict ``sql_mode``, which the sink's connections set; PostgreSQL's assignment
+    casts). A downstream narrowing is decided only once every shard ran it, so the rows
+    fit; a row that does not is an error the operator sees, not a cut value."""
+    if widens(current, wanted, dialect):
+        return True
+    have, want = column_type(current, dialect).this, column_type(wanted, dialect).this
+    return any(have in f and want in f for f in _FAMILIES)
+
+
 def _holds(have: exp.DataType, want: exp.DataType) -> bool:
     h, w = have.this, want.this
     if h in _INT_RANK and w in _INT_RANK:
@@ -300,6 +338,9 @@ def _holds(have: exp.DataType, want: exp.DataType) -> bool:
         return ws >= hs and wp - ws >= hp - hs
     if h == exp.DType.FLOAT and w == exp.DType.DOUBLE:
         return True
+    if h in _INT_RANK and w in (exp.DType.DOUBLE, exp.DType.FLOAT):
+        # exact in the float's mantissa: 53 bits hold INT, 24 bits hold MEDIUMINT
+        return _INT_RANK[h] <= (4 if w == exp.DType.DOUBLE else 3)
     if h in (exp.DType.VARCHAR, exp.DType.CHAR) and w in (exp.DType.VARCHAR, *_TEXTS):
         if w == exp.DType.VARCHAR:
             return (_size(want, 0) or 0) >= (_size(have, 0) or 0)
@@ -359,12 +400,12 @@ def alter_statements(
             continue
         if _type_text(current, dialect) == _type_text(column.type, dialect):
             continue
-        if not widens(current, column.type, dialect):
+        if not changes_safely(current, column.type, dialect):
             raise DialectConflict(
                 f"column {column.name!r} of {table!r} is {_type_text(current, dialect)} in "
                 f"the {dialect} table; the decision wants {_type_text(column.type, dialect)}, "
-                "which does not hold every value it has: change the column by hand (or "
-                "recreate the table), then run `shardmerge unlock <target> --retry`"
+                "a type of another kind that would convert its values: change the column "
+                "by hand (or recreate the table)"
             )
         out.append(_alter(dialect, db, table, _retype(column, dialect, column.key in keys)))
     return out
@@ -381,9 +422,5 @@ def _renamed(spec: AlterSpec) -> tuple[str | None, str | None]:
 def _retype(column: Column, dialect: Dialect, key: bool) -> exp.Expression:
     if _sg(dialect) == "mysql":  # MODIFY takes the whole definition (else it drops NOT NULL)
         return exp.ModifyColumn(this=column_def(column, dialect, key=key))
-    wanted = column_type(column.type, dialect)
-    return exp.AlterColumn(
-        this=_ident(column.name),
-        dtype=wanted,
-        using=exp.Cast(this=exp.column(_ident(column.name)), to=wanted.copy()),
-    )
+    # no USING: PostgreSQL's assignment cast refuses a value the new type cannot hold
+    return exp.AlterColumn(this=_ident(column.name), dtype=column_type(column.type, dialect))

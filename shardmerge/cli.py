@@ -16,6 +16,7 @@ asked for; the job's verbs and the memory engine work from the wheel alone.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import sys
@@ -108,6 +109,11 @@ def _scenario_run(args: argparse.Namespace) -> int:
     if args.engine in DEV_ENGINES:
         # Loaded before any file is read, so a missing kit is said at once.
         engines[args.engine] = _load(DEV_ENGINES[args.engine][0], f"the {args.engine} engine")
+    if args.sink != "delta":
+        if args.engine != "spark":
+            print("shardmerge: --sink is the spark engine's", file=sys.stderr)
+            return 2
+        engines["spark"] = functools.partial(engines["spark"], sink=args.sink)
     results = run_files(args.files, args.engine, engines=engines)
     for result in results:
         print(json.dumps(result.output, default=str), flush=True)
@@ -146,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["memory", *DEV_ENGINES],
         help="memory: in-process, no Kafka or Spark (default); "
         + "; ".join(f"{name}: {text}" for name, (_, text) in DEV_ENGINES.items()),
+    )
+    srun.add_argument(
+        "--sink",
+        default="delta",
+        choices=["delta", "mariadb", "postgresql"],
+        help="spark engine: where the job writes the target: a Delta table (default), or a "
+        "local MariaDB or PostgreSQL server the run starts (the JDBC sink)",
     )
     srun.set_defaults(func=_scenario_run)
 

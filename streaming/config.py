@@ -155,11 +155,81 @@ class TargetSettings(_Frozen):
 
 
 class SinkSettings(_Frozen):
-    kind: Literal["delta"] = "delta"
+    """Where the targets are written: Delta tables under ``path`` (``kind: delta``), or
+    tables of one MariaDB, MySQL or PostgreSQL database (``kind: jdbc``,
+    ``streaming/storage/jdbc_sink.py``). The job's own tables (the stash of held rows, the
+    dead letters, a group's store) stay on Delta under ``path`` whatever the kind."""
+
+    kind: Literal["delta", "jdbc"] = "delta"
     path: str = Field(
         description="base folder URI (s3a://bucket/lake, hdfs://..., /data/lake); target "
-        "db.table is written to PATH/db/table"
+        "db.table is written to PATH/db/table (kind delta); the job's own Delta tables live "
+        "under it (either kind)"
     )
+    url: str | None = Field(
+        None,
+        description="kind jdbc: the database's JDBC URL, jdbc:mariadb://host:3306/ (MariaDB, "
+        "MySQL) or jdbc:postgresql://host:5432/db; target db.table is table db.table "
+        "(PostgreSQL: schema db) (env SHARDMERGE__SINK__URL)",
+    )
+    dialect: Literal["mariadb", "mysql", "postgresql"] | None = Field(
+        None, description="kind jdbc: the database's SQL dialect (env SHARDMERGE__SINK__DIALECT)"
+    )
+    user: str | None = Field(
+        None, description="kind jdbc: the database user (env SHARDMERGE__SINK__USER)"
+    )
+    password: SecretStr | None = Field(
+        None,
+        description="kind jdbc: the password, from the environment only "
+        "(SHARDMERGE__SINK__PASSWORD), never a settings file; or password_file",
+    )
+    password_file: str | None = Field(
+        None,
+        description="kind jdbc: a local file holding the password (a mounted secret), read "
+        "at start (env SHARDMERGE__SINK__PASSWORD_FILE)",
+    )
+    meta: str = Field(
+        "shardmerge",
+        description="kind jdbc: the schema (MySQL: database) of the sink's own tables: "
+        "write slots, the history of changes, staging (env SHARDMERGE__SINK__META)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_password_file(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data.get("password_file"):
+            return data
+        if data.get("password"):
+            raise ValueError("set sink.password or sink.password_file, not both")
+        where = str(data["password_file"])
+        try:
+            with open(where, encoding="utf-8") as f:  # a local secret file, not a data URI
+                text = f.read()
+        except OSError as e:
+            raise ValueError(f"sink.password_file {where!r} cannot be read ({e.strerror})") from e
+        return {**data, "password": text.rstrip("\r\n")}
+
+    @model_validator(mode="after")
+    def _jdbc_complete(self) -> SinkSettings:
+        if self.kind != "jdbc":
+            if self.url or self.dialect:
+                raise ValueError("sink.url and sink.dialect are for kind jdbc")
+            return self
+        if not self.url or not self.dialect:
+            raise ValueError("kind jdbc needs sink.url and sink.dialect")
+        schemes = {"mariadb": ("jdbc:mariadb:", "jdbc:mysql:"), "postgresql": ("jdbc:postgresql:",)}
+        schemes["mysql"] = schemes["mariadb"]
+        if not self.url.startswith(schemes[self.dialect]):
+            raise ValueError(
+                f"sink.url for dialect {self.dialect} starts with "
+                f"{' or '.join(schemes[self.dialect])}"
+            )
+        if re.search(r"(?i)[?&;]password=", self.url):
+            raise ValueError(
+                "sink.url carries a password: set SHARDMERGE__SINK__PASSWORD or "
+                "sink.password_file instead"
+            )
+        return self
 
 
 class RestartSettings(_Frozen):
@@ -560,6 +630,12 @@ def load_settings(path: str | Path | None, environ: dict[str, str] | None = None
             raise ConfigError(f"{where}: not valid YAML: {e}") from e
         if not isinstance(loaded, dict):
             raise ConfigError(f"{where}: the configuration is a mapping (kafka, sources, ...)")
+        sink = loaded.get("sink")
+        if isinstance(sink, dict) and sink.get("password") is not None:
+            raise ConfigError(
+                f"{where}: sink.password in a settings file; give it in the environment "
+                "(SHARDMERGE__SINK__PASSWORD) or as sink.password_file"
+            )
         data = loaded
     data = _merge(data, _env_overrides(dict(os.environ if environ is None else environ)))
     try:

@@ -68,8 +68,8 @@ from streaming.source.decode import split
 from streaming.source.topic_ids import TopicIds
 from streaming.sql.local_frame import local_frame
 from streaming.sql.quoting import check_session, string
-from streaming.storage.delta_sink import DeltaSink
 from streaming.storage.epochs import Epochs
+from streaming.storage.sinks import sink_of
 from streaming.storage.slots import Slots
 from streaming.storage.stash import Stash, append
 from streaming.storage.state_store import StateStore, command_of
@@ -187,7 +187,7 @@ class _Batch:
         # transaction confs must all use that session.
         self.spark = df.sparkSession
         self.co = p.co
-        self.sink = DeltaSink(self.spark, p.app_id, p.settings.table_path, shared=self.co.shared)
+        self.sink = sink_of(self.spark, p.settings, p.app_id, shared=self.co.shared)
         self.stash = Stash(self.spark, p.stash_path, p.app_id)
         self.df = df
         self.parsed: list[DataFrame] = []  # persisted parses of the batch (step 3)

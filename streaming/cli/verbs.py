@@ -346,7 +346,8 @@ def _history(args: argparse.Namespace) -> int:
     from shardmerge.printable import printable as p
     from streaming.config import load_settings
     from streaming.runtime.spark_session import session_for_job
-    from streaming.storage.delta_sink import DeltaSink, delta_table_at
+    from streaming.storage.delta_sink import delta_table_at
+    from streaming.storage.sinks import sink_of
 
     settings = load_settings(args.config)
     try:
@@ -354,12 +355,15 @@ def _history(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"refused: {p(str(e))}", file=sys.stderr)
         return 2
-    path = settings.table_path(target)
     spark = session_for_job("shardmerge-cli")
-    if not delta_table_at(spark, path):
-        print(f"no Delta table for {target} at {p(path)} yet", file=sys.stderr)
-        return 2
-    commits = DeltaSink(spark, "shardmerge-cli", settings.table_path).history(target, args.limit)
+    if settings.sink.kind == "jdbc":
+        path = f"{settings.sink.url} {target}"
+    else:
+        path = settings.table_path(target)
+        if not delta_table_at(spark, path):
+            print(f"no Delta table for {target} at {p(path)} yet", file=sys.stderr)
+            return 2
+    commits = sink_of(spark, settings, "shardmerge-cli").history(target, args.limit)
     if args.json:
         print(json.dumps({"target": str(target), "path": path, "commits": commits}))
         return 0

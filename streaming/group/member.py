@@ -582,10 +582,10 @@ class GroupMember:
         views = self.views()
         if not self.owns(views):
             return []
-        from streaming.storage.delta_sink import DeltaSink
         from streaming.storage.sink import apply_downstream
+        from streaming.storage.sinks import sink_of
 
-        sink = DeltaSink(spark, f"shardmerge-group-{self.co.group}", self.settings.table_path)
+        sink = sink_of(spark, self.settings, f"shardmerge-group-{self.co.group}", shared=True)
         ran: list[str] = []
         waiting = []
         for target in sorted(replica.versions, key=str):

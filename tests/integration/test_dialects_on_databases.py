@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pymysql
 import pytest
 from sqlglot import exp
 
@@ -155,3 +156,27 @@ def test_postgresql_alters_once_and_keeps_rows(postgres):
     assert columns["s"][0] == "bigint"
     got = postgres.execute(f"SELECT json_build_array(id, s, w) FROM {table}")
     assert json.loads(got) == [1, 32767, "q'\\"]
+
+
+def test_a_narrowing_is_checked_row_by_row_by_each_database(mariadb, postgres):
+    before = schema_of("CREATE TABLE n (id INT NOT NULL, a VARCHAR(20), PRIMARY KEY (id))")
+    (narrow,) = parse_ddl("ALTER TABLE n MODIFY a VARCHAR(5)")
+    after = schema_of("CREATE TABLE n (id INT NOT NULL, a VARCHAR(5), PRIMARY KEY (id))")
+    existing = {c.key: c.type for c in before.columns}
+    m = alter_statements("mariadb", DB, "n", existing, narrow.specs, after)
+    p = alter_statements("postgresql", DB, "n", existing, narrow.specs, after)
+    mariadb.execute(create_table("mariadb", DB, "n", before, ["id"]))
+    mariadb.execute(f"INSERT INTO {_q(DB)}.n VALUES (1, 'much too long')")
+    postgres.execute(create_table("postgresql", DB, "n", before, ["id"]))
+    table = '"' + DB.replace('"', '""') + '"."n"'
+    postgres.execute(f"INSERT INTO {table} VALUES (1, 'much too long')")
+    # MariaDB in the strict mode the sink's connections set, PostgreSQL as it is
+    with mariadb.connect() as conn, conn.cursor() as cur:
+        cur.execute("SET SESSION sql_mode = 'STRICT_ALL_TABLES'")
+        with pytest.raises(pymysql.err.MySQLError, match=r"(?i)data too long|truncated"):
+            cur.execute(m[0])
+    with pytest.raises(downstream_local.DownstreamError, match="too long"):
+        postgres.execute(p[0])
+    # the rows are as they were
+    assert mariadb.execute(f"SELECT a FROM {_q(DB)}.n") == [("much too long",)]
+    assert postgres.execute(f"SELECT a FROM {table}").strip() == "much too long"

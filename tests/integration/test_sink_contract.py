@@ -41,12 +41,48 @@ def delta(spark: Any, root: Path) -> tuple[Sink, Callable[[TargetId], list[dict[
     return DeltaSink(spark, "contract-app", locate), rows
 
 
-SINKS = {"delta": delta}
+def _jdbc(spark: Any, url: str, dialect: str, user: str, password: str, tag: str) -> Any:
+    from streaming.storage.jdbc_sink import JdbcSink
+
+    sink = JdbcSink(spark, "contract-app", url, dialect, user, password)  # type: ignore[arg-type]
+    sink.meta = f"shardmerge_{tag}"
+
+    def rows(t: TargetId) -> list[dict[str, Any]]:
+        got = sink.read(t).collect()
+        return sorted((r.asDict() for r in got), key=lambda r: r["id"])
+
+    return sink, rows
 
 
-@pytest.fixture(params=sorted(SINKS))
+@pytest.fixture(scope="module")
+def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from devkit import downstream_local, upstream_local
+
+    with downstream_local.mariadb(tmp_path_factory.mktemp("sink-mariadb")) as server:
+        yield f"jdbc:mariadb://127.0.0.1:{server.port}/", *upstream_local.ADMIN
+
+
+@pytest.fixture(scope="module")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from devkit import downstream_local
+
+    with downstream_local.postgresql(tmp_path_factory.mktemp("sink-pg")) as server:
+        yield f"jdbc:postgresql://127.0.0.1:{server.port}/postgres", "postgres", ""
+
+
+SINKS = ["delta", "mariadb", "postgresql"]
+
+
+@pytest.fixture(params=SINKS)
 def made(request: pytest.FixtureRequest, spark: Any, tmp_path: Path) -> Any:
-    return SINKS[request.param](spark, tmp_path)
+    tag = tmp_path.name.replace("-", "_").lower()[-40:]
+    if request.param == "delta":
+        return delta(spark, tmp_path)
+    if request.param == "mariadb":
+        url, user, password = request.getfixturevalue("mariadb")
+        return _jdbc(spark, url, "mariadb", user, password, tag)
+    url, user, password = request.getfixturevalue("postgres")
+    return _jdbc(spark, url, "postgresql", user, password, tag)
 
 
 def create(target: TargetId) -> CreateTarget:

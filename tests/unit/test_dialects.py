@@ -151,12 +151,24 @@ def test_a_change_column_renames_then_widens(dialect):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_a_narrowing_is_a_conflict_that_names_the_column(dialect):
+def test_a_change_of_kind_is_a_conflict_that_names_the_column(dialect):
     before = schema_of("CREATE TABLE t (id INT NOT NULL, a VARCHAR(50), PRIMARY KEY (id))")
     specs = specs_of("ALTER TABLE t MODIFY a INT")
     after = schema_of("CREATE TABLE t (id INT NOT NULL, a INT, PRIMARY KEY (id))")
-    with pytest.raises(DialectConflict, match=r"column 'a'.*unlock"):
+    with pytest.raises(DialectConflict, match=r"column 'a'.*by hand"):
         alter_statements(dialect, None, "t", existing(before), specs, after)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_narrowing_in_one_family_is_left_to_the_database_to_check(dialect):
+    before = schema_of(
+        "CREATE TABLE t (id INT NOT NULL, a VARCHAR(20), n BIGINT, PRIMARY KEY (id))"
+    )
+    specs = specs_of("ALTER TABLE t MODIFY a VARCHAR(10), MODIFY n INT")
+    after = schema_of("CREATE TABLE t (id INT NOT NULL, a VARCHAR(10), n INT, PRIMARY KEY (id))")
+    statements = alter_statements(dialect, None, "t", existing(before), specs, after)
+    assert len(statements) == 2
+    assert all("USING" not in s for s in statements)  # PostgreSQL: the assignment cast checks
 
 
 def test_widening_rules_follow_the_values_each_type_holds():
@@ -164,6 +176,9 @@ def test_widening_rules_follow_the_values_each_type_holds():
         return schema_of(f"CREATE TABLE t (c {sql})").columns[0].type
 
     assert widens(t("INT"), t("BIGINT"), "mysql")
+    assert widens(t("INT"), t("DOUBLE"), "postgresql")  # exact in 53 bits
+    assert not widens(t("BIGINT"), t("DOUBLE"), "mysql")
+    assert not widens(t("INT"), t("FLOAT"), "mysql")
     assert not widens(t("BIGINT"), t("INT"), "mysql")
     assert not widens(t("INT"), t("INT UNSIGNED"), "mysql")  # negatives
     assert widens(t("INT UNSIGNED"), t("BIGINT"), "mysql")

@@ -1,0 +1,578 @@
+"""The database sink (``streaming.storage.sink.Sink``): one table per target in a MariaDB,
+MySQL or PostgreSQL database, reached over JDBC from the driver (schema work, the write's
+transaction) and from the executors (the batch's rows, staged in parallel by Spark's own
+JDBC writer).
+
+Exactly once, without the database's help beyond a transaction:
+
+1. The batch's rows (per-key winners, ``_action`` ``u`` or ``d``) go to a staging table
+   of the target (``<meta>.<stage name>``), emptied first: Spark's JDBC writer, one
+   connection per partition. A crash here leaves only the staging table half full; the
+   batch run again empties it and stages again.
+2. One transaction on the driver's connection: the slot table row of (app, target) is
+   locked and read; a slot already recorded is skipped (the batch ran before); else the
+   staged deletes, then the staged upserts (``INSERT ... ON DUPLICATE KEY UPDATE`` /
+   ``INSERT ... ON CONFLICT DO UPDATE``), then the slot, commit together.
+
+The staging table's columns are positional (``c0``, ``c1``, ...): Spark's JDBC writer
+quotes a column name without escaping it, and upstream names are anything.
+
+Schema work is rendered by ``schemas.dialects`` (sqlglot); every change and its cause is
+a row of ``<meta>._history`` with the schema it made, which is also where the shards'
+own types of the table's columns are read back from (a PostgreSQL type does not say
+which MySQL type made it). MySQL and MariaDB commit each DDL on its own: a crash between
+a change and its history row leaves the change made and unrecorded; the change is not
+made twice (the table's columns are read first), its history row is missing. PostgreSQL
+runs both in one transaction.
+
+Values reach SQL only as bound parameters; identifiers only through sqlglot's quoting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from coordinator.decisions import ApplyDDL, CreateTarget
+from coordinator.ids import TargetId
+from schemas.codec import schema_from_json, schema_to_json
+from schemas.ddl import parse_create_table
+from schemas.dialects import (
+    Dialect,
+    DialectConflict,
+    alter_statements,
+    create_schema,
+    create_table,
+    sqlglot_dialect,
+    widens,
+)
+from schemas.model import ColumnType, TableSchema
+from streaming.storage.sink import Match, SinkError
+
+__all__ = ["JdbcSink"]
+
+DRIVERS = {
+    "mariadb": "org.mariadb.jdbc.Driver",
+    "mysql": "org.mariadb.jdbc.Driver",
+    "postgresql": "org.postgresql.Driver",
+}
+# The sink's own tables, in the meta schema, as MySQL text rendered per dialect.
+_SLOTS = parse_create_table(
+    "CREATE TABLE _slots (app_id VARCHAR(191) NOT NULL, target VARCHAR(500) NOT NULL, "
+    "slot BIGINT NOT NULL, PRIMARY KEY (app_id, target))"
+)
+_HISTORY = parse_create_table(
+    "CREATE TABLE _history (target VARCHAR(500) NOT NULL, version BIGINT NOT NULL, "
+    "ts TIMESTAMP(3) NOT NULL, operation VARCHAR(32) NOT NULL, cause LONGTEXT, "
+    "schema_json LONGTEXT, PRIMARY KEY (target, version))"
+)
+
+
+_STRICT = "SET SESSION sql_mode = CONCAT_WS(',', @@SESSION.sql_mode, 'STRICT_ALL_TABLES')"
+# SQLSTATE class 22: data exceptions (a value the new type cannot hold), MySQL and PostgreSQL
+_DATA_EXCEPTION = "22"
+
+
+@dataclass(frozen=True)
+class _Statement:
+    sql: str
+    params: tuple[Any, ...] = ()
+
+
+def _sql_state(e: Exception) -> str | None:
+    """The SQLSTATE of a JDBC error raised through py4j, if it is one."""
+    java = getattr(e, "java_exception", None)
+    while java is not None:
+        if java.getClass().getName().startswith("java.sql.") or hasattr(java, "getSQLState"):
+            try:
+                state = java.getSQLState()
+            except Exception:  # not a SQLException after all: look at its cause
+                state = None
+            if state:
+                return str(state)
+        java = java.getCause()
+    return None
+
+
+class JdbcSink:
+    """Targets as tables of one database (see the module text). ``url`` is a JDBC URL;
+    ``user`` and ``password`` come from the environment or a secret file, never the
+    settings' YAML; ``meta`` is the schema (database, on MySQL) of the sink's own tables."""
+
+    shared = False
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        app_id: str,
+        url: str,
+        dialect: Dialect,
+        user: str | None = None,
+        password: str | None = None,
+        meta: str = "shardmerge",
+    ) -> None:
+        if dialect not in DRIVERS:
+            raise ValueError(f"unknown dialect {dialect!r}: one of {', '.join(DRIVERS)}")
+        self.spark, self.app_id, self.url, self.dialect = spark, app_id, url, dialect
+        self.user, self.password, self.meta = user, password, meta
+        self._sg = sqlglot_dialect(dialect)
+        self._ready = False
+
+    # --- connections -------------------------------------------------------------------
+
+    @property
+    def spark_url(self) -> str:
+        """The URL Spark's JDBC source and writer get: Spark picks its SQL dialect (how it
+        quotes names) by the URL's scheme and knows ``jdbc:mysql:`` only, so a
+        ``jdbc:mariadb:`` URL is handed over as ``jdbc:mysql:`` with MariaDB's driver told
+        to take it (``permitMysqlScheme``)."""
+        if not self.url.startswith("jdbc:mariadb:"):
+            return self.url
+        url = "jdbc:mysql:" + self.url[len("jdbc:mariadb:") :]
+        return url + ("&" if "?" in url else "?") + "permitMysqlScheme"
+
+    def _props(self) -> dict[str, str]:
+        props = {"user": self.user or "", "password": self.password or ""}
+        if self.dialect == "postgresql":
+            props["stringtype"] = "unspecified"  # a string parameter takes its column's type
+        return {k: v for k, v in props.items() if v}
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        jvm: Any = self.spark._jvm
+        props = jvm.java.util.Properties()
+        for k, v in self._props().items():
+            props.setProperty(k, v)
+        driver = getattr(jvm, DRIVERS[self.dialect])()
+        conn = driver.connect(self.url, props)
+        if conn is None:
+            raise SinkError(f"the {self.dialect} driver does not take the URL {self.url!r}")
+        try:
+            if self.dialect != "postgresql":
+                # strict: a value a column cannot hold is an error, never cut or zeroed
+                # (schemas.dialects.changes_safely counts on it for a narrowing)
+                self._run(conn, _Statement(_STRICT))
+            yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        with self._connection() as conn:
+            conn.setAutoCommit(False)
+            try:
+                yield conn
+                conn.commit()
+            except BaseException:
+                conn.rollback()
+                raise
+
+    def _run(self, conn: Any, st: _Statement) -> int:
+        ps = conn.prepareStatement(st.sql)
+        try:
+            for i, p in enumerate(st.params, start=1):
+                if p is None:
+                    ps.setNull(i, 12)  # java.sql.Types.VARCHAR
+                elif isinstance(p, int):
+                    ps.setLong(i, p)
+                else:
+                    ps.setString(i, str(p))
+            return int(ps.executeUpdate())
+        finally:
+            ps.close()
+
+    def _query(self, conn: Any, st: _Statement) -> list[tuple[Any, ...]]:
+        ps = conn.prepareStatement(st.sql)
+        try:
+            for i, p in enumerate(st.params, start=1):
+                if isinstance(p, int):
+                    ps.setLong(i, p)
+                else:
+                    ps.setString(i, str(p))
+            rs = ps.executeQuery()
+            n = rs.getMetaData().getColumnCount()
+            out = []
+            while rs.next():
+                out.append(tuple(rs.getString(i) for i in range(1, n + 1)))
+            return out
+        finally:
+            ps.close()
+
+    # --- names -------------------------------------------------------------------------
+
+    def _q(self, name: str) -> str:
+        return sqlglot.exp.to_identifier(name, quoted=True).sql(self._sg)
+
+    def _table(self, target: TargetId) -> str:
+        return f"{self._q(target.db)}.{self._q(target.table)}"
+
+    def _meta(self, table: str) -> str:
+        return f"{self._q(self.meta)}.{self._q(table)}"
+
+    def _stage_name(self, target: TargetId) -> str:
+        digest = hashlib.sha256(f"{self.app_id}\0{target}".encode()).hexdigest()[:20]
+        return f"_stage_{digest}"
+
+    def _ensure_meta(self) -> None:
+        if self._ready:
+            return
+        with self._connection() as conn:
+            self._run(conn, _Statement(create_schema(self.dialect, self.meta)))
+            for name, schema in (("_slots", _SLOTS), ("_history", _HISTORY)):
+                sql = create_table(self.dialect, self.meta, name, schema, schema.primary_key)
+                self._run(conn, _Statement(sql))
+        self._ready = True
+
+    # --- schema work -------------------------------------------------------------------
+
+    def _exists(self, conn: Any, target: TargetId) -> bool:
+        return bool(self._columns(conn, target))
+
+    def _columns(self, conn: Any, target: TargetId) -> dict[str, str]:
+        if self.dialect == "postgresql":
+            sql = (
+                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+                "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON "
+                "n.oid = c.relnamespace WHERE n.nspname = ? AND c.relname = ? AND "
+                "a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"
+            )
+        else:
+            sql = (
+                "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS WHERE "
+                "TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION"
+            )
+        rows = self._query(conn, _Statement(sql, (target.db, target.table)))
+        return {str(name).lower(): str(t) for name, t in rows}
+
+    def columns(self, target: TargetId) -> dict[str, str]:
+        """The table's columns (lower-case names) and their types as the database names them."""
+        with self._connection() as conn:
+            return self._columns(conn, target)
+
+    def _record(
+        self, conn: Any, target: TargetId, operation: str, d: CreateTarget | ApplyDDL
+    ) -> None:
+        (last,) = self._query(
+            conn,
+            _Statement(
+                f"SELECT COALESCE(MAX(version), -1) FROM {self._meta('_history')} WHERE target = ?",
+                (str(target),),
+            ),
+        )
+        cause = json.dumps({"statement": d.statement, "reason": d.reason}, sort_keys=True)
+        schema = json.dumps(schema_to_json(d.schema), sort_keys=True)
+        self._run(
+            conn,
+            _Statement(
+                f"INSERT INTO {self._meta('_history')} (target, version, ts, operation, cause, "
+                "schema_json) VALUES (?, ?, CURRENT_TIMESTAMP, ?, ?, ?)",
+                (str(target), int(last[0]) + 1, operation, cause, schema),
+            ),
+        )
+
+    def _recorded_schema(self, conn: Any, target: TargetId) -> TableSchema | None:
+        rows = self._query(
+            conn,
+            _Statement(
+                f"SELECT schema_json FROM {self._meta('_history')} WHERE target = ? "
+                "ORDER BY version DESC",
+                (str(target),),
+            ),
+        )
+        return schema_from_json(json.loads(rows[0][0])) if rows and rows[0][0] else None
+
+    def create(self, decision: CreateTarget) -> None:
+        """The target's table with the decision's schema and key, if it is not there; its
+        cause recorded."""
+        self._ensure_meta()
+        target, schema = decision.target, decision.schema
+        with self._transaction() as conn:
+            if self._exists(conn, target):
+                return
+            self._run(conn, _Statement(create_schema(self.dialect, target.db)))
+            sql = create_table(self.dialect, target.db, target.table, schema, schema.primary_key)
+            self._run(conn, _Statement(sql))
+            self._record(conn, target, "CREATE TABLE", decision)
+
+    def alter(self, decision: ApplyDDL, slots: Callable[[], int], *, rewrite: bool) -> None:
+        """Each change the table still needs (its columns are read first); refused with
+        advice (:class:`SinkError`) when the database would lose values."""
+        self._ensure_meta()
+        target = decision.target
+        with self._transaction() as conn:
+            have = self._columns(conn, target)
+            recorded = self._recorded_schema(conn, target)
+            existing: dict[str, ColumnType] = {}
+            for name in have:
+                column = recorded.column(name) if recorded is not None else None
+                if column is None:
+                    column = decision.schema.column(name)  # made by a change not recorded
+                if column is None:
+                    continue  # not the job's column (an operator's): left alone
+                existing[name] = column.type
+            try:
+                statements = alter_statements(
+                    self.dialect, target.db, target.table, existing, decision.specs,
+                    decision.schema,
+                )  # fmt: skip
+            except DialectConflict as e:
+                raise SinkError(str(e)) from e
+            if not statements:
+                return
+            for sql in statements:
+                try:
+                    self._run(conn, _Statement(sql))
+                except Exception as e:  # a row the change cannot hold: refused, with advice
+                    state = _sql_state(e)
+                    if state is None or not state.startswith(_DATA_EXCEPTION):
+                        raise  # anything else fails the batch, which runs again
+                    raise SinkError(
+                        f"{self.dialect} refused {sql!r} (SQLSTATE {state}): a row does not "
+                        "fit the new column; fix the rows or the column by hand"
+                    ) from e
+            self._record(conn, target, "ALTER TABLE", decision)
+
+    def in_place(self, current: ColumnType, wanted: ColumnType) -> bool:
+        """Whether the database holds every value of ``current`` in ``wanted``."""
+        return widens(current, wanted, self.dialect)
+
+    # --- rows --------------------------------------------------------------------------
+
+    def _slot_done(self, conn: Any, target: TargetId, slot: int) -> bool:
+        rows = self._query(
+            conn,
+            _Statement(
+                f"SELECT slot FROM {self._meta('_slots')} WHERE app_id = ? AND target = ? "
+                "FOR UPDATE",
+                (self.app_id, str(target)),
+            ),
+        )
+        return bool(rows) and int(rows[0][0]) >= slot
+
+    def _set_slot(self, conn: Any, target: TargetId, slot: int) -> None:
+        changed = self._run(
+            conn,
+            _Statement(
+                f"UPDATE {self._meta('_slots')} SET slot = ? WHERE app_id = ? AND target = ?",
+                (slot, self.app_id, str(target)),
+            ),
+        )
+        if not changed:
+            self._run(
+                conn,
+                _Statement(
+                    f"INSERT INTO {self._meta('_slots')} (app_id, target, slot) VALUES (?, ?, ?)",
+                    (self.app_id, str(target), slot),
+                ),
+            )
+
+    def last_slot(self, target: TargetId) -> int | None:
+        """The last write slot recorded for this job's app id and the target."""
+        self._ensure_meta()
+        with self._connection() as conn:
+            rows = self._query(
+                conn,
+                _Statement(
+                    f"SELECT slot FROM {self._meta('_slots')} WHERE app_id = ? AND target = ?",
+                    (self.app_id, str(target)),
+                ),
+            )
+        return int(rows[0][0]) if rows else None
+
+    def _stage(self, conn: Any, target: TargetId, rows: DataFrame, columns: list[str]) -> str:
+        """Empty the target's staging table (made like the table's columns, positional
+        names, and ``_action``) and fill it with ``rows`` from the executors."""
+        recorded = self._recorded_schema(conn, target)
+        if recorded is None:
+            raise SinkError(f"target {target} has no recorded schema: it was never created")
+        staged = TableSchema(
+            columns=(
+                *(
+                    recorded.column(c).renamed(f"c{i}")  # type: ignore[union-attr]
+                    for i, c in enumerate(columns)
+                ),
+                *parse_create_table("CREATE TABLE s (_action CHAR(1))").columns,
+            )
+        )
+        name = self._stage_name(target)
+        self._run(conn, _Statement(f"DROP TABLE IF EXISTS {self._meta(name)}"))
+        self._run(conn, _Statement(create_table(self.dialect, self.meta, name, staged, [])))
+        frame = rows.select(
+            *(F.col(f"`{c.replace('`', '``')}`").alias(f"c{i}") for i, c in enumerate(columns)),
+            F.col("_action"),
+        )
+        writer = (
+            frame.write.format("jdbc")
+            .option("url", self.spark_url)
+            .option("driver", DRIVERS[self.dialect])
+            .option("dbtable", self._meta(name))
+            .option("isolationLevel", "READ_COMMITTED")
+            .mode("append")
+        )
+        for k, v in self._props().items():
+            writer = writer.option(k, v)
+        writer.save()
+        return self._meta(name)
+
+    def merge(
+        self, target: TargetId, rows: DataFrame, key: list[str], columns: list[str], slot: int
+    ) -> dict[str, int]:
+        """Upsert or delete each row by ``key`` under ``slot`` (the module text)."""
+        self._ensure_meta()
+        zero = {"inserted": 0, "updated": 0, "deleted": 0}
+        with self._connection() as conn:
+            if self._slot_done(conn, target, slot):
+                return zero
+            stage = self._stage(conn, target, rows, columns)
+        table = self._table(target)
+        pos = {c.lower(): f"c{i}" for i, c in enumerate(columns)}
+        on = " AND ".join(f"s.{pos[k.lower()]} = {table}.{self._q(k)}" for k in key)
+        with self._transaction() as conn:
+            if self._slot_done(conn, target, slot):
+                return zero
+            (matched,) = self._query(
+                conn,
+                _Statement(
+                    f"SELECT COUNT(*) FROM {stage} s WHERE s._action <> 'd' AND EXISTS "
+                    f"(SELECT 1 FROM {table} WHERE {on})"
+                ),
+            )
+            (upserts,) = self._query(
+                conn, _Statement(f"SELECT COUNT(*) FROM {stage} WHERE _action <> 'd'")
+            )
+            deleted = self._run(
+                conn,
+                _Statement(
+                    f"DELETE FROM {table} WHERE EXISTS (SELECT 1 FROM {stage} s WHERE "
+                    f"s._action = 'd' AND {on})"
+                ),
+            )
+            names = ", ".join(self._q(c) for c in columns)
+            values = ", ".join(f"c{i}" for i in range(len(columns)))
+            sets = [c for c in columns if c.lower() not in {k.lower() for k in key}]
+            if self.dialect == "postgresql":
+                conflict = ", ".join(self._q(k) for k in key)
+                update = ", ".join(f"{self._q(c)} = EXCLUDED.{self._q(c)}" for c in sets)
+                tail = f" ON CONFLICT ({conflict}) " + (
+                    f"DO UPDATE SET {update}" if sets else "DO NOTHING"
+                )
+            else:
+                first = self._q(sets[0] if sets else key[0])
+                update = ", ".join(f"{self._q(c)} = VALUES({self._q(c)})" for c in sets)
+                tail = f" ON DUPLICATE KEY UPDATE {update or f'{first} = {first}'}"
+            self._run(
+                conn,
+                _Statement(
+                    f"INSERT INTO {table} ({names}) SELECT {values} FROM {stage} "
+                    f"WHERE _action <> 'd'{tail}"
+                ),
+            )
+            self._set_slot(conn, target, slot)
+        updated = int(matched[0])
+        return {"inserted": int(upserts[0]) - updated, "updated": updated, "deleted": deleted}
+
+    def _where(self, match: Match) -> tuple[str, tuple[Any, ...]]:
+        if not match:
+            return "1 = 1", ()
+        return (
+            " AND ".join(f"{self._q(c)} = ?" for c, _ in match),
+            tuple(v for _, v in match),
+        )
+
+    def truncate(self, target: TargetId, matches: list[Match], slot: int) -> int:
+        """Delete the rows of the shards ``matches`` name (an empty match: every row)."""
+        self._ensure_meta()
+        parts = [self._where(m) for m in matches]
+        where = " OR ".join(f"({sql})" for sql, _ in parts)
+        params = tuple(p for _, ps in parts for p in ps)
+        with self._transaction() as conn:
+            if self._slot_done(conn, target, slot):
+                return 0
+            n = self._run(
+                conn, _Statement(f"DELETE FROM {self._table(target)} WHERE {where}", params)
+            )
+            self._set_slot(conn, target, slot)
+        return n
+
+    def rehome(
+        self, target: TargetId, match: Match, values: Match, slot: int, where: str | None = None
+    ) -> int:
+        """Rows of the shard ``match`` names (and ``where``, Spark SQL, rendered in the
+        dialect by sqlglot) take ``values``."""
+        self._ensure_meta()
+        cond, params = self._where(match)
+        if where:
+            cond += " AND (" + sqlglot.transpile(where, read="spark", write=self._sg)[0] + ")"
+        sets = ", ".join(f"{self._q(c)} = ?" for c, _ in values)
+        with self._transaction() as conn:
+            if self._slot_done(conn, target, slot):
+                return 0
+            n = self._run(
+                conn,
+                _Statement(
+                    f"UPDATE {self._table(target)} SET {sets} WHERE {cond}",
+                    tuple(v for _, v in values) + params,
+                ),
+            )
+            self._set_slot(conn, target, slot)
+        return n
+
+    def read(self, target: TargetId) -> DataFrame:
+        """The target's table as Spark reads it over JDBC (for checks and tools; the job
+        never reads its targets back)."""
+        reader = (
+            self.spark.read.format("jdbc")
+            .option("url", self.spark_url)
+            .option("driver", DRIVERS[self.dialect])
+            .option("dbtable", self._table(target))
+        )
+        for k, v in self._props().items():
+            reader = reader.option(k, v)
+        frame = reader.load()
+        # Spark reads a CHAR(n) column (MySQL reports ENUM and SET as CHAR too) padded to n;
+        # the shards' MySQL gives CHAR values without trailing spaces: so do these.
+        padded = {
+            f.name
+            for f in frame.schema.fields
+            if str(f.metadata.get("__CHAR_VARCHAR_TYPE_STRING", "")).lower().startswith("char(")
+        }
+        if not padded:
+            return frame
+        return frame.select(
+            *(
+                F.rtrim(F.col(f"`{c.replace('`', '``')}`")).alias(c)
+                if c in padded
+                else F.col(f"`{c.replace('`', '``')}`")
+                for c in frame.columns
+            )
+        )
+
+    def history(self, target: TargetId, limit: int) -> list[dict[str, Any]]:
+        """The table's changes the job made, newest first, each with its cause."""
+        self._ensure_meta()
+        with self._connection() as conn:
+            rows = self._query(
+                conn,
+                _Statement(
+                    f"SELECT version, ts, operation, cause FROM {self._meta('_history')} "
+                    "WHERE target = ? ORDER BY version DESC",
+                    (str(target),),
+                ),
+            )
+        return [
+            {
+                "version": int(v),
+                "timestamp": str(ts),
+                "operation": op,
+                "cause": json.loads(cause) if cause else None,
+            }
+            for v, ts, op, cause in rows[:limit]
+        ]
