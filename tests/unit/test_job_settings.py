@@ -63,7 +63,22 @@ def test_environment_overrides_nested_fields(tmp_path: Path):
 @pytest.mark.parametrize(
     ("change", "field"),
     [
-        ("sink: {path: /tmp/lake, kind: jdbc}", "sink.kind"),
+        ("sink: {path: /tmp/lake, kind: iceberg}", "sink.kind"),
+        ("sink: {path: /tmp/lake, kind: jdbc}", "needs sink.url and sink.dialect"),
+        (
+            "sink: {path: /tmp/lake, kind: jdbc, url: 'jdbc:mariadb://h/', dialect: postgresql}",
+            "starts with jdbc:postgresql:",
+        ),
+        (
+            "sink: {path: /tmp/lake, kind: jdbc, url: 'jdbc:mariadb://h/?password=x', "
+            "dialect: mariadb}",
+            "SHARDMERGE__SINK__PASSWORD",
+        ),
+        (
+            "sink: {path: /tmp/lake, kind: jdbc, url: 'jdbc:mariadb://h/', dialect: mariadb, "
+            "password: hunter2}",
+            "sink.password in a settings file",
+        ),
         ("routes: [{target: no_dot}]", "routes.0.target"),
         ("sources: [{format: avro, topics: [a]}]", "sources.0.format"),
         ("sources: [{topics: [a], pattern: b}]", "sources.0"),
@@ -77,6 +92,21 @@ def test_errors_name_the_file_and_the_field(tmp_path: Path, change: str, field: 
     with pytest.raises(ConfigError) as e:
         load_settings(path, environ={})
     assert str(path) in str(e.value) and field in str(e.value)
+
+
+def test_a_jdbc_sink_takes_its_password_from_the_environment_or_a_file(tmp_path: Path):
+    text = "\n".join(line for line in BASE.splitlines() if not line.startswith("sink:"))
+    sink = "sink: {path: /tmp/lake, kind: jdbc, url: 'jdbc:mariadb://db:3306/', dialect: mariadb}"
+    path = write(tmp_path, text + "\n" + sink + "\n")
+    s = load_settings(path, environ={"SHARDMERGE__SINK__PASSWORD": "s3cret"})
+    assert s.sink.password is not None and s.sink.password.get_secret_value() == "s3cret"
+    assert "s3cret" not in repr(s)
+    secret = tmp_path / "password"
+    secret.write_text("from-a-file\n")
+    s = load_settings(path, environ={"SHARDMERGE__SINK__PASSWORD_FILE": str(secret)})
+    assert s.sink.password is not None and s.sink.password.get_secret_value() == "from-a-file"
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load_settings(path, environ={"SHARDMERGE__SINK__PASSWORD_FILE": str(tmp_path / "no")})
 
 
 # --- which topics are read ahead (streaming.job._subscriptions) ------------------------------
