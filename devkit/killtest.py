@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shlex
 import subprocess
@@ -132,6 +133,7 @@ def write_config(
     read_ahead: bool = False,
     ddl_grace_ms: int | None = None,
     extra: str = "",
+    sink: dict[str, Any] | None = None,
 ) -> None:
     # The schema-change topic shares the rate limit here (read_schema_ahead: false): DDLs
     # then spread over many micro-batches and every protocol point, DDL and release
@@ -149,7 +151,7 @@ routes:
     table: 'orders_*'
 targets:
   shop.orders: {{mode: {mode}}}
-sink: {{path: "{lake}"}}
+sink: {json.dumps({"path": lake, **{k: v for k, v in (sink or {}).items() if k != "password"}})}
 checkpoint: "{checkpoint}"
 {"" if ddl_grace_ms is None else f"ddl_grace_ms: {ddl_grace_ms}"}
 {extra}
@@ -259,10 +261,21 @@ def canon(value: Any) -> Any:
     return value
 
 
-def compare(spark: Any, lake: str, oracle: dict[Any, dict[str, Any]]) -> Report:
-    """The Delta table ``LAKE/shop/orders`` against the oracle (``lake``: a URI)."""
+def compare(
+    spark: Any, lake: str, oracle: dict[Any, dict[str, Any]], sink: dict[str, Any] | None = None
+) -> Report:
+    """The table ``shop.orders`` against the oracle: the Delta table ``LAKE/shop/orders``
+    (``lake``: a URI), or with ``sink`` (JDBC sink settings) the database's table."""
     report = Report(expected=len(oracle))
-    df = spark.read.format("delta").load(f"{lake.rstrip('/')}/shop/orders")
+    if sink:
+        from coordinator.ids import TargetId
+        from streaming.storage.jdbc_sink import JdbcSink
+
+        jdbc = JdbcSink(spark, "killtest-reader", sink["url"], sink["dialect"],
+                        sink.get("user"), sink.get("password"))  # fmt: skip
+        df = jdbc.read(TargetId("shop", "orders"))
+    else:
+        df = spark.read.format("delta").load(f"{lake.rstrip('/')}/shop/orders")
     columns = [f.name for f in df.schema.fields]
     got = [r.asDict() for r in df.collect()]
     report.rows = len(got)
@@ -287,14 +300,18 @@ def kill_test(
     bootstrap: str, work: Path, points: list[str], *, shards: int = 4, rows: int = 400,
     max_offsets: int = 300, spark: Any = None, source: str = "kt",
     storage: str | None = None, extra_env: dict[str, str] | None = None,
-    finish_in: Any = None, workload: str = "ddl",
+    finish_in: Any = None, workload: str = "ddl", sink: dict[str, Any] | None = None,
 ) -> Report:  # fmt: skip
     """``storage``: a URI under which lake and checkpoint go (default: ``work``), e.g. a
     bucket; ``extra_env`` reaches the job (e.g. ``PYSPARK_SUBMIT_ARGS`` with S3A conf).
     ``finish_in``: a Spark session to run the last (not killed) run in, on a thread
     (:class:`InProcessJob`), instead of a process: the CI test's, to spare a cold JVM.
     ``workload``: ``ddl`` (:data:`DDL` rolled out, optimistic) or ``move`` (a move whose
-    switch waits for a pessimistic lock holding rows of its old home: ``produce_move``)."""
+    switch waits for a pessimistic lock holding rows of its old home: ``produce_move``).
+    ``sink``: JDBC sink settings (``devkit.downstream_local.sink_settings``) to write the
+    target to a database instead of Delta; its password reaches the job by environment."""
+    if sink and sink.get("password"):
+        extra_env = {**(extra_env or {}), "SHARDMERGE__SINK__PASSWORD": str(sink["password"])}
     work.mkdir(parents=True, exist_ok=True)
     config = work / "job.yaml"
     base = (storage or str(work)).rstrip("/")
@@ -302,10 +319,11 @@ def kill_test(
     if workload == "move":
         oracle = produce_move(bootstrap, source, shards, rows)
         write_config(config, bootstrap, source, lake, f"{base}/checkpoint", max_offsets,
-                     mode="pessimistic", extra=move_settings(source))  # fmt: skip
+                     mode="pessimistic", extra=move_settings(source), sink=sink)  # fmt: skip
     else:
         oracle = produce(bootstrap, source, shards, rows)
-        write_config(config, bootstrap, source, lake, f"{base}/checkpoint", max_offsets)
+        write_config(config, bootstrap, source, lake, f"{base}/checkpoint", max_offsets,
+                     sink=sink)  # fmt: skip
     report = Report()
     log = work / "job.log"
     for point in [*points, None]:
@@ -323,7 +341,7 @@ def kill_test(
         from streaming.runtime.spark_session import build_spark
 
         spark = build_spark("shardmerge-killtest")
-    final = compare(spark, lake, oracle)
+    final = compare(spark, lake, oracle, sink)
     final.runs = report.runs
     return final
 
@@ -346,7 +364,7 @@ def on_object_store(stack: contextlib.ExitStack, state: Path) -> tuple[str, dict
 
 def main() -> int:
     from devkit import kafka_local
-    from streaming.faults import MOVE_POINTS, POINTS
+    from streaming.faults import JDBC_POINTS, MOVE_POINTS, POINTS
 
     parser = argparse.ArgumentParser(description="kill -9 the job at many points, check the table")
     parser.add_argument("--points", type=int, default=20, help="number of kills")
@@ -368,6 +386,13 @@ def main() -> int:
         "them (kills also right after the switch)",
     )
     parser.add_argument(
+        "--sink",
+        choices=["delta", "mariadb", "postgresql"],
+        default="delta",
+        help="where the target is written: Delta, or a local MariaDB or PostgreSQL server "
+        "(the JDBC sink; its kill point jdbc_staged joins the cycle)",
+    )
+    parser.add_argument(
         "--at",
         action="append",
         metavar="POINT:N",
@@ -382,6 +407,7 @@ def main() -> int:
     # starts late in the workload may not reach a point a third time (it would then finish
     # without being killed; the report counts the kills that happened).
     every = POINTS + (MOVE_POINTS if args.workload == "move" else ())
+    every += JDBC_POINTS if args.sink != "delta" else ()
     points = args.at or [
         # the switch runs once per run of its batch: its first occurrence
         f"{p}:{1 if p in MOVE_POINTS else 1 + (i // len(every)) % 2}"
@@ -390,17 +416,22 @@ def main() -> int:
     with contextlib.ExitStack() as stack:
         broker = stack.enter_context(kafka_local.running("killtest", work / "kafka"))
         storage, extra_env, spark = None, None, None
+        sink = None
+        if args.sink != "delta":
+            from devkit import downstream_local
+
+            sink = stack.enter_context(downstream_local.sink_settings(args.sink, work / "db"))
         if args.storage == "s3":
             storage, extra_env, spark = on_object_store(stack, work / "s3")
             print(f"lake and checkpoint under {storage}", file=sys.stderr, flush=True)
         report = kill_test(
             broker.bootstrap, work / "job", points, shards=args.shards, rows=args.rows,
             max_offsets=250, storage=storage, extra_env=extra_env, spark=spark,
-            workload=args.workload,
+            workload=args.workload, sink=sink,
         )  # fmt: skip
     killed = sum(1 for _, code, _ in report.runs if code == -9)
     print(f"kills: {killed} of {len(points)} runs died by SIGKILL (others finished first)")
-    print(f"rows: {report.rows} in Delta, {report.expected} expected (oracle)")
+    print(f"rows: {report.rows} in the table, {report.expected} expected (oracle)")
     print(f"missing: {report.missing or 0}; unexpected: {report.unexpected or 0}; "
           f"duplicated keys: {report.duplicated_keys}")  # fmt: skip
     print("OK: zero lost, zero duplicated" if report.ok else "FAILED")

@@ -56,6 +56,9 @@ POINTS = (
 # A declared move (streaming.batch.moves): its switch run, rows re-homed downstream, before the
 # released and queued rows are written (scripts/kill-test --workload move).
 MOVE_POINTS = ("after_switch",)
+# The database sink (streaming.storage.jdbc_sink): a batch's rows staged by the executors,
+# their transaction not begun (scripts/kill-test --sink mariadb|postgresql).
+JDBC_POINTS = ("jdbc_staged",)
 # A group member (streaming.group.member): the owner before its ALTER, and after it with the
 # table's new version not recorded; a member right after it appended a record of a kind
 # (``group_appended_join``, ``group_appended_ddl``, ...), entering its gate with its

@@ -55,6 +55,7 @@ from schemas.dialects import (
     widens,
 )
 from schemas.model import ColumnType, TableSchema
+from streaming.faults import crash_point
 from streaming.storage.sink import Match, SinkError
 
 __all__ = ["JdbcSink"]
@@ -432,6 +433,7 @@ class JdbcSink:
             if self._slot_done(conn, target, slot):
                 return zero
             stage = self._stage(conn, target, rows, columns)
+        crash_point("jdbc_staged")
         table = self._table(target)
         pos = {c.lower(): f"c{i}" for i, c in enumerate(columns)}
         on = " AND ".join(f"s.{pos[k.lower()]} = {table}.{self._q(k)}" for k in key)

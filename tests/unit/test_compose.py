@@ -24,6 +24,8 @@ SECRETS = {
     "MARIADB_ROOT_PASSWORD": "db-secret",
     "DEBEZIUM_PASSWORD": "cdc-secret",
     "GRAFANA_ADMIN_PASSWORD": "grafana-secret",
+    "DOWNSTREAM_ROOT_PASSWORD": "downstream-root-secret",
+    "DOWNSTREAM_PASSWORD": "downstream-secret",
 }
 
 
@@ -54,6 +56,12 @@ def test_docker_compose_config_accepts_the_file() -> None:
         for name, svc in services.items()
         if svc.get("ports")
     }  # fmt: skip
+    # the database profile: a job writing the merged table into the downstream MariaDB,
+    # its password from the environment
+    env = services["shardmerge-database"]["environment"]
+    assert env["SHARDMERGE__SINK__KIND"] == "jdbc" and env["SHARDMERGE__SINK__DIALECT"] == "mariadb"
+    assert env["SHARDMERGE__SINK__PASSWORD"] == SECRETS["DOWNSTREAM_PASSWORD"]
+    assert services["downstream"]["profiles"] == ["database"]
     # only the dashboard, Prometheus and Grafana, on loopback
     assert sorted(published) == ["grafana", "prometheus", "shardmerge"], published
     for name, ports in published.items():
