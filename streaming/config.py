@@ -154,6 +154,22 @@ class TargetSettings(_Frozen):
         return TargetConfig(self.mode, self.strict, Policy.of(self.policy))
 
 
+def _secret_from_file(data: Any, section: str, field: str) -> Any:
+    """``<field>_file`` read into ``<field>`` (a mounted secret's file, its last line break
+    dropped); both set is refused, as is a file that cannot be read."""
+    if not isinstance(data, dict) or not data.get(f"{field}_file"):
+        return data
+    if data.get(field):
+        raise ValueError(f"set {section}.{field} or {section}.{field}_file, not both")
+    where = str(data[f"{field}_file"])
+    try:
+        with open(where, encoding="utf-8") as f:  # a local secret file, not a data URI
+            text = f.read()
+    except OSError as e:
+        raise ValueError(f"{section}.{field}_file {where!r} cannot be read ({e.strerror})") from e
+    return {**data, field: text.rstrip("\r\n")}
+
+
 class SinkSettings(_Frozen):
     """Where the targets are written: Delta tables under ``path`` (``kind: delta``), or
     tables of one MariaDB, MySQL or PostgreSQL database (``kind: jdbc``,
@@ -197,17 +213,7 @@ class SinkSettings(_Frozen):
     @model_validator(mode="before")
     @classmethod
     def _read_password_file(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not data.get("password_file"):
-            return data
-        if data.get("password"):
-            raise ValueError("set sink.password or sink.password_file, not both")
-        where = str(data["password_file"])
-        try:
-            with open(where, encoding="utf-8") as f:  # a local secret file, not a data URI
-                text = f.read()
-        except OSError as e:
-            raise ValueError(f"sink.password_file {where!r} cannot be read ({e.strerror})") from e
-        return {**data, "password": text.rstrip("\r\n")}
+        return _secret_from_file(data, "sink", "password")
 
     @model_validator(mode="after")
     def _jdbc_complete(self) -> SinkSettings:
@@ -326,17 +332,7 @@ class OpsSettings(_Frozen):
     @model_validator(mode="before")
     @classmethod
     def _read_token_file(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not data.get("token_file"):
-            return data
-        if data.get("token"):
-            raise ValueError("set ops.token or ops.token_file, not both")
-        where = str(data["token_file"])
-        try:
-            with open(where, encoding="utf-8") as f:  # a local secret file, not a data URI
-                text = f.read()
-        except OSError as e:
-            raise ValueError(f"ops.token_file {where!r} cannot be read ({e.strerror})") from e
-        return {**data, "token": text.rstrip("\r\n")}
+        return _secret_from_file(data, "ops", "token")
 
     @field_validator("token")
     @classmethod

@@ -388,9 +388,12 @@ class JdbcSink:
             )
         return int(rows[0][0]) if rows else None
 
-    def _stage(self, conn: Any, target: TargetId, rows: DataFrame, columns: list[str]) -> str:
+    def _stage(
+        self, conn: Any, target: TargetId, rows: DataFrame, columns: list[str], key: list[str]
+    ) -> str:
         """Empty the target's staging table (made like the table's columns, positional
-        names, and ``_action``) and fill it with ``rows`` from the executors."""
+        names, and ``_action``; keyed as the table is, one row per key) and fill it with
+        ``rows`` from the executors."""
         recorded = self._recorded_schema(conn, target)
         if recorded is None:
             raise SinkError(f"target {target} has no recorded schema: it was never created")
@@ -405,7 +408,10 @@ class JdbcSink:
         )
         name = self._stage_name(target)
         self._run(conn, _Statement(f"DROP TABLE IF EXISTS {self._meta(name)}"))
-        self._run(conn, _Statement(create_table(self.dialect, self.meta, name, staged, [])))
+        lowered = [c.lower() for c in columns]
+        staged_key = [f"c{lowered.index(k.lower())}" for k in key]
+        sql = create_table(self.dialect, self.meta, name, staged, staged_key)
+        self._run(conn, _Statement(sql))
         frame = rows.select(
             *(F.col(f"`{c.replace('`', '``')}`").alias(f"c{i}") for i, c in enumerate(columns)),
             F.col("_action"),
@@ -420,7 +426,9 @@ class JdbcSink:
         )
         for k, v in self._props().items():
             writer = writer.option(k, v)
-        writer.save()
+        # batched inserts sent as one statement (MariaDB's bulk protocol, pgJDBC's rewrite)
+        bulk = "reWriteBatchedInserts" if self.dialect == "postgresql" else "useBulkStmts"
+        writer.option(bulk, "true").save()
         return self._meta(name)
 
     def merge(
@@ -432,31 +440,33 @@ class JdbcSink:
         with self._connection() as conn:
             if self._slot_done(conn, target, slot):
                 return zero
-            stage = self._stage(conn, target, rows, columns)
+            stage = self._stage(conn, target, rows, columns, key)
         crash_point("jdbc_staged")
         table = self._table(target)
         pos = {c.lower(): f"c{i}" for i, c in enumerate(columns)}
-        on = " AND ".join(f"s.{pos[k.lower()]} = {table}.{self._q(k)}" for k in key)
+        on = " AND ".join(f"s.{pos[k.lower()]} = t.{self._q(k)}" for k in key)
+        # driven by the staged rows (few), each finding its row by the table's key
+        if self.dialect == "postgresql":
+            delete = f"DELETE FROM {table} t USING {stage} s WHERE s._action = 'd' AND {on}"
+        else:
+            delete = f"DELETE t FROM {table} t JOIN {stage} s ON {on} WHERE s._action = 'd'"
         with self._transaction() as conn:
+            if self.dialect != "postgresql":
+                # a multi-table DELETE wants a default database, even with every name
+                # qualified ("No database selected" otherwise)
+                conn.setCatalog(target.db)
             if self._slot_done(conn, target, slot):
                 return zero
             (matched,) = self._query(
                 conn,
                 _Statement(
-                    f"SELECT COUNT(*) FROM {stage} s WHERE s._action <> 'd' AND EXISTS "
-                    f"(SELECT 1 FROM {table} WHERE {on})"
+                    f"SELECT COUNT(*) FROM {stage} s JOIN {table} t ON {on} WHERE s._action <> 'd'"
                 ),
             )
             (upserts,) = self._query(
                 conn, _Statement(f"SELECT COUNT(*) FROM {stage} WHERE _action <> 'd'")
             )
-            deleted = self._run(
-                conn,
-                _Statement(
-                    f"DELETE FROM {table} WHERE EXISTS (SELECT 1 FROM {stage} s WHERE "
-                    f"s._action = 'd' AND {on})"
-                ),
-            )
+            deleted = self._run(conn, _Statement(delete))
             names = ", ".join(self._q(c) for c in columns)
             values = ", ".join(f"c{i}" for i in range(len(columns)))
             sets = [c for c in columns if c.lower() not in {k.lower() for k in key}]

@@ -175,3 +175,25 @@ def test_the_type_changes_a_sink_makes_in_place(made: Any) -> None:
     assert sink.in_place(ColumnType("VARCHAR", 8), ColumnType("VARCHAR", 20))
     assert not sink.in_place(ColumnType("BIGINT"), ColumnType("INT"))
     assert not sink.in_place(ColumnType("VARCHAR", 8), ColumnType("INT"))
+
+
+@pytest.mark.parametrize("dialect", ["mariadb", "postgresql"])
+def test_a_jdbc_batch_killed_after_staging_writes_its_rows_once_when_run_again(
+    request: pytest.FixtureRequest, spark: Any, tmp_path: Path, dialect: str
+) -> None:
+    """The database sink's own window (streaming/storage/jdbc_sink.py): the executors
+    staged a batch's rows, the driver died before the transaction. The batch run again
+    stages again (the staging table emptied first) and commits once."""
+    url, user, password = request.getfixturevalue("mariadb" if dialect == "mariadb" else "postgres")
+    sink, rows = _jdbc(spark, url, dialect, user, password, "killed_" + dialect[:2])
+    t = TargetId("shop", "staged")
+    apply_downstream(sink, create(t), itertools.count(1).__next__, rewrite=False)
+    cols = ["id", ODD, "src"]
+    first = frame(spark, [(1, "a", "s1", "u"), (2, "b", "s1", "u"), (9, "ghost", "s1", "u")])
+    with sink._connection() as conn:  # the run that died: staged, never applied
+        sink._stage(conn, t, first, cols, ["id"])
+    assert rows(t) == [] and sink.last_slot(t) is None
+    again = frame(spark, [(1, "a", "s1", "u"), (2, "b", "s1", "u")])  # what the re-run reads
+    assert sink.merge(t, again, ["id"], cols, 7) == {"inserted": 2, "updated": 0, "deleted": 0}
+    assert sink.merge(t, again, ["id"], cols, 7) == {"inserted": 0, "updated": 0, "deleted": 0}
+    assert [r["id"] for r in rows(t)] == [1, 2]
