@@ -176,28 +176,31 @@ class JdbcSink:
                 conn.rollback()
                 raise
 
+    @staticmethod
+    def _bind(ps: Any, params: tuple[Any, ...]) -> None:
+        for i, p in enumerate(params, start=1):
+            if p is None:
+                ps.setNull(i, 12)  # java.sql.Types.VARCHAR
+            elif isinstance(p, int):
+                ps.setLong(i, p)
+            else:
+                ps.setString(i, str(p))
+
     def _run(self, conn: Any, st: _Statement) -> int:
         ps = conn.prepareStatement(st.sql)
         try:
-            for i, p in enumerate(st.params, start=1):
-                if p is None:
-                    ps.setNull(i, 12)  # java.sql.Types.VARCHAR
-                elif isinstance(p, int):
-                    ps.setLong(i, p)
-                else:
-                    ps.setString(i, str(p))
+            self._bind(ps, st.params)
             return int(ps.executeUpdate())
         finally:
             ps.close()
 
-    def _query(self, conn: Any, st: _Statement) -> list[tuple[Any, ...]]:
+    def _query(self, conn: Any, st: _Statement, max_rows: int = 0) -> list[tuple[Any, ...]]:
+        """The rows of a query as strings; ``max_rows`` (0: all) is the most the database
+        sends."""
         ps = conn.prepareStatement(st.sql)
         try:
-            for i, p in enumerate(st.params, start=1):
-                if isinstance(p, int):
-                    ps.setLong(i, p)
-                else:
-                    ps.setString(i, str(p))
+            self._bind(ps, st.params)
+            ps.setMaxRows(max_rows)
             rs = ps.executeQuery()
             n = rs.getMetaData().getColumnCount()
             out = []
@@ -287,6 +290,7 @@ class JdbcSink:
                 "ORDER BY version DESC",
                 (str(target),),
             ),
+            max_rows=1,
         )
         return schema_from_json(json.loads(rows[0][0])) if rows and rows[0][0] else None
 
@@ -578,6 +582,7 @@ class JdbcSink:
                     "WHERE target = ? ORDER BY version DESC",
                     (str(target),),
                 ),
+                max_rows=max(limit, 1),
             )
         return [
             {
