@@ -154,6 +154,14 @@ class TargetSettings(_Frozen):
         return TargetConfig(self.mode, self.strict, Policy.of(self.policy))
 
 
+# The URL schemes of each database sink dialect (MariaDB's driver speaks to MySQL too).
+_JDBC_SCHEMES = {
+    "mariadb": ("jdbc:mariadb:", "jdbc:mysql:"),
+    "mysql": ("jdbc:mariadb:", "jdbc:mysql:"),
+    "postgresql": ("jdbc:postgresql:",),
+}
+
+
 def _secret_from_file(data: Any, section: str, field: str) -> Any:
     """``<field>_file`` read into ``<field>`` (a mounted secret's file, its last line break
     dropped); both set is refused, as is a file that cannot be read."""
@@ -223,8 +231,7 @@ class SinkSettings(_Frozen):
             return self
         if not self.url or not self.dialect:
             raise ValueError("kind jdbc needs sink.url and sink.dialect")
-        schemes = {"mariadb": ("jdbc:mariadb:", "jdbc:mysql:"), "postgresql": ("jdbc:postgresql:",)}
-        schemes["mysql"] = schemes["mariadb"]
+        schemes = _JDBC_SCHEMES
         if not self.url.startswith(schemes[self.dialect]):
             raise ValueError(
                 f"sink.url for dialect {self.dialect} starts with "

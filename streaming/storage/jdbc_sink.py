@@ -88,19 +88,25 @@ class _Statement:
     params: tuple[Any, ...] = ()
 
 
-def _sql_state(e: Exception) -> str | None:
-    """The SQLSTATE of a JDBC error raised through py4j, if it is one."""
+def _data_exception(jvm: Any, e: Exception) -> str | None:
+    """The SQLSTATE of a JDBC error raised through py4j when it says a value does not
+    fit (class 22, or a ``java.sql.DataTruncation``, which MariaDB's driver raises with
+    a state of its own); None for any other error."""
+    sql_exception = jvm.java.lang.Class.forName("java.sql.SQLException")
+    truncation = jvm.java.lang.Class.forName("java.sql.DataTruncation")
     java = getattr(e, "java_exception", None)
     while java is not None:
-        if java.getClass().getName().startswith("java.sql.") or hasattr(java, "getSQLState"):
-            try:
-                state = java.getSQLState()
-            except Exception:  # not a SQLException after all: look at its cause
-                state = None
-            if state:
-                return str(state)
+        if sql_exception.isInstance(java):
+            state = str(java.getSQLState() or "")
+            if truncation.isInstance(java) or state.startswith(_DATA_EXCEPTION):
+                return state or "22001"
         java = java.getCause()
     return None
+
+
+# (url, meta) of the databases whose sink tables this process made: a sink is made per
+# micro-batch, its bookkeeping tables once.
+_MADE: set[tuple[str, str]] = set()
 
 
 class JdbcSink:
@@ -125,7 +131,6 @@ class JdbcSink:
         self.spark, self.app_id, self.url, self.dialect = spark, app_id, url, dialect
         self.user, self.password, self.meta = user, password, meta
         self._sg = sqlglot_dialect(dialect)
-        self._ready = False
 
     # --- connections -------------------------------------------------------------------
 
@@ -226,14 +231,14 @@ class JdbcSink:
         return f"_stage_{digest}"
 
     def _ensure_meta(self) -> None:
-        if self._ready:
+        if (self.url, self.meta) in _MADE:
             return
         with self._connection() as conn:
             self._run(conn, _Statement(create_schema(self.dialect, self.meta)))
             for name, schema in (("_slots", _SLOTS), ("_history", _HISTORY)):
                 sql = create_table(self.dialect, self.meta, name, schema, schema.primary_key)
                 self._run(conn, _Statement(sql))
-        self._ready = True
+        _MADE.add((self.url, self.meta))
 
     # --- schema work -------------------------------------------------------------------
 
@@ -336,8 +341,8 @@ class JdbcSink:
                 try:
                     self._run(conn, _Statement(sql))
                 except Exception as e:  # a row the change cannot hold: refused, with advice
-                    state = _sql_state(e)
-                    if state is None or not state.startswith(_DATA_EXCEPTION):
+                    state = _data_exception(self.spark._jvm, e)
+                    if state is None:
                         raise  # anything else fails the batch, which runs again
                     raise SinkError(
                         f"{self.dialect} refused {sql!r} (SQLSTATE {state}): a row does not "

@@ -197,3 +197,25 @@ def test_a_jdbc_batch_killed_after_staging_writes_its_rows_once_when_run_again(
     assert sink.merge(t, again, ["id"], cols, 7) == {"inserted": 2, "updated": 0, "deleted": 0}
     assert sink.merge(t, again, ["id"], cols, 7) == {"inserted": 0, "updated": 0, "deleted": 0}
     assert [r["id"] for r in rows(t)] == [1, 2]
+
+
+@pytest.mark.parametrize("dialect", ["mariadb", "postgresql"])
+def test_a_jdbc_narrowing_a_row_does_not_fit_is_refused_and_changes_nothing(
+    request: pytest.FixtureRequest, spark: Any, dialect: str
+) -> None:
+    """A narrowing within one kind is left to the database, which checks every row: one
+    that does not fit makes it a refusal with advice (SQLSTATE class 22), never a cut."""
+    url, user, password = request.getfixturevalue("mariadb" if dialect == "mariadb" else "postgres")
+    sink, rows = _jdbc(spark, url, dialect, user, password, "narrow_" + dialect[:2])
+    t = TargetId("shop", "narrowed")
+    apply_downstream(sink, create(t), itertools.count(1).__next__, rewrite=False)
+    sink.merge(t, frame(spark, [(1, "ten chars!", "s1", "u")]), ["id"],
+               ["id", ODD, "src"], 1)  # fmt: skip
+    odd = ODD.replace("`", "``")
+    narrow = alter(
+        t, f"ALTER TABLE t MODIFY `{odd}` VARCHAR(3)", CREATE.replace("VARCHAR(20)", "VARCHAR(3)")
+    )
+    change = apply_downstream(sink, narrow, itertools.count(10).__next__, rewrite=False)
+    assert not change.applied and "does not fit" in change.advice
+    assert [r[ODD] for r in rows(t)] == ["ten chars!"]
+    assert len(sink.history(t, 10)) == 1
