@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline_throughput import FINAL, ROLLOUT, produce, settings
+from pipeline_throughput import FINAL, ROLLOUT, produce, row_events, settings
 
 from streaming.config import Settings, SinkSettings
 
@@ -40,7 +40,6 @@ def plain_jdbc_stream(
     spark: Any, s: Settings, sink_conf: dict[str, Any], name: str = "orders"
 ) -> tuple[float, int]:
     """The baseline (module text). Returns (seconds, batches)."""
-    from pyspark.sql import functions as F
 
     from coordinator.decisions import CreateTarget
     from coordinator.ids import TargetId
@@ -48,8 +47,6 @@ def plain_jdbc_stream(
     from schemas import parse_create_table
     from streaming.batch.rows import merge_source, project_actions
     from streaming.job import read_kafka
-    from streaming.source.control import ORDER_KEY
-    from streaming.source.decode import decode
     from streaming.storage.jdbc_sink import JdbcSink
 
     schema = parse_create_table(FINAL)
@@ -64,9 +61,7 @@ def plain_jdbc_stream(
     columns = list(schema.column_names())
 
     def batch(df: Any, batch_id: int) -> None:
-        events, _ = decode(df, "debezium")
-        rows = events.filter("op NOT IN ('ddl', 't')").withColumn("_okey", F.expr(ORDER_KEY))
-        projected = project_actions(rows, schema, Extract(), project_all=True)
+        projected = project_actions(row_events(df), schema, Extract(), project_all=True)
         sink_of(df.sparkSession).merge(
             target, merge_source(projected, schema), ["id"], columns, batch_id + 1
         )

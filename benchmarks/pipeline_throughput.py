@@ -155,6 +155,18 @@ def plain_merge(
     return n, time.time() - started
 
 
+def row_events(df: Any) -> Any:
+    """A batch of Kafka records as the baselines read it: decoded, row events only, each
+    with its order key."""
+    from pyspark.sql import functions as F
+
+    from streaming.source.control import ORDER_KEY
+    from streaming.source.decode import decode
+
+    events, _ = decode(df, "debezium")
+    return events.filter("op NOT IN ('ddl', 't')").withColumn("_okey", F.expr(ORDER_KEY))
+
+
 def plain_stream(
     spark: Any, s: Settings, final_sql: str, summary: bool = False
 ) -> tuple[int, float, int]:
@@ -168,8 +180,6 @@ def plain_stream(
     from schemas import parse_create_table
     from streaming.batch.rows import merge_source, project_actions
     from streaming.job import read_kafka
-    from streaming.source.control import ORDER_KEY
-    from streaming.source.decode import decode
     from streaming.storage.delta_sink import DeltaSink
 
     schema = parse_create_table(final_sql)
@@ -181,8 +191,7 @@ def plain_stream(
         # tagged as the job's batches are, for batch_profile's timelines
         label = "baseline d" if summary else "baseline c"
         df.sparkSession.sparkContext.setJobDescription(f"{label} batch {batch_id}")
-        events, _ = decode(df, "debezium")
-        rows = events.filter("op NOT IN ('ddl', 't')").withColumn("_okey", F.expr(ORDER_KEY))
+        rows = row_events(df)
         if summary:
             rows = rows.persist()
             rows.groupBy("source", "db", "tbl", "schema_fp").agg(

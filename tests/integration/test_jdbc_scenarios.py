@@ -64,8 +64,10 @@ def results(
             sink = servers.enter_context(
                 downstream_local.sink_settings(kind, tmp_path_factory.mktemp(f"jdbc-{kind}"))
             )
-            session = SparkScenarioSession(
-                tmp_path_factory.mktemp(f"scenarios-{kind}"), broker=kafka, sink=sink
+            session = servers.enter_context(
+                SparkScenarioSession(
+                    tmp_path_factory.mktemp(f"scenarios-{kind}"), broker=kafka, sink=sink
+                )
             )
             runs = session.run_files([load_scenario(ROOT / f) for f in files])
             done.update({(kind, f): r for f, r in zip(files, runs, strict=True)})
