@@ -2,7 +2,7 @@
 rename inside one batch, against a batch of as many rows without any DDL.
 
     .venv/bin/python benchmarks/rollout_cost.py [--shards 16 256 1024] [--rows 200000]
-        [--deletion-vectors]
+        [--deletion-vectors] [--topics per-shard|per-table] [--partitions 16]
 
 For each shard count, a sharded workload (``--rows`` row changes in all) goes to a local
 broker in three parts, and the streaming job (optimistic, AvailableNow, one batch per part)
@@ -88,6 +88,17 @@ def main() -> None:
         help="Spark's consumer pool (64) and Kafka's fetch.max.wait.ms (500): the old job",
     )
     parser.add_argument(
+        "--topics",
+        choices=("per-shard", "per-table"),
+        default="per-shard",
+        help="per-shard: a topic per shard table (Debezium's default); per-table: one topic "
+        "for all shards, --partitions partitions, a shard's rows in one, as Debezium's "
+        "ByLogicalTableRouter and PartitionRouting write them (docs/cluster.md)",
+    )
+    parser.add_argument(
+        "--partitions", type=int, default=16, help="partitions of the per-table topic"
+    )
+    parser.add_argument(
         "--new-consumers",
         action="store_true",
         help="each run its own consumer group: every batch a job's first (see above)",
@@ -135,7 +146,8 @@ def main() -> None:
                     sink=SinkSettings(path=str(work / source / "lake")),
                     checkpoint=str(work / source / "checkpoint"),
                 )
-                producer = DebeziumProducer(broker.bootstrap, source)
+                routed = ("orders", args.partitions) if args.topics == "per-table" else None
+                producer = DebeziumProducer(broker.bootstrap, source, routed=routed)
                 stats = []
                 for part in (warm, plain, rollout):
                     send_workload(producer, part)

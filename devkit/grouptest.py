@@ -15,7 +15,11 @@ waits until the table equals the oracle (the shards' final rows) or a deadline p
 - ``owner-kill``: the owner (``a``) is killed (SIGKILL) between an ALTER and the record of
   the table's new version, then started again;
 - ``race``: the owner stops (SIGSTOP) right before an ALTER, past its lease; the other
-  job takes the term and goes on; then the old owner continues.
+  job takes the term and goes on; then the old owner continues;
+- ``ahead``: ``gb``'s ALTERs reach Kafka only once job ``b`` found its shards' rows ahead
+  of them (an ``ahead`` record in the group log), as when Debezium's schema-change topic
+  lags its data topics; the rows wait for their DDL and replay. At the end both members'
+  saved replicas (the coordinator state each folded from the log) must be equal.
 
 Each case prints the rows against the oracle (lost, extra, duplicated keys), how many
 times each downstream DDL ran (Delta's history), the owner's terms, and the fenced
@@ -42,7 +46,7 @@ from typing import Any
 from devkit.killtest import DDL, canon
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ("rollout", "stop", "owner-kill", "race")
+CASES = ("rollout", "stop", "owner-kill", "race", "ahead")
 LEASE_S = 8.0
 # Where the stop case stops job b (``--pause-at POINT[:N]``): ``joined``, from outside, at
 # the first look after its log says it joined (wherever its first batch is then); the
@@ -79,12 +83,16 @@ class CaseReport:
     gate: dict[str, tuple[float, float]] = field(default_factory=dict)  # job: (total, max)
     stopped: list[str] = field(default_factory=list)  # jobs whose restart policy gave up
     notes: list[str] = field(default_factory=list)
+    ahead: int = 0  # `ahead` records in the group log (rows found ahead of their DDL)
+    # whether the members' saved replicas are equal at the end (None: not compared)
+    replicas_equal: bool | None = None
 
     @property
     def ok(self) -> bool:
         ran_once = all(n == 1 for n in self.ddl_runs.values()) and len(self.ddl_runs) == 3
         rows = not self.lost and not self.extra and not self.duplicated
-        return rows and ran_once and not self.stopped
+        ahead = self.case != "ahead" or (self.ahead > 0 and self.replicas_equal is True)
+        return rows and ran_once and not self.stopped and ahead
 
     def lines(self) -> list[str]:
         runs = ", ".join(f"{k}={v}" for k, v in sorted(self.ddl_runs.items()))
@@ -103,27 +111,48 @@ class CaseReport:
             + (", ".join(f"{s:.1f} s" for s in self.stalls) or "none"),
             "  batches' wait in the gate (total / longest): "
             + ", ".join(f"{j} {t:.1f} / {m:.1f} s" for j, (t, m) in sorted(self.gate.items())),
+            *(
+                [f"  ahead records: {self.ahead}; members' replicas equal: {self.replicas_equal}"]
+                if self.case == "ahead"
+                else []
+            ),
             *(f"  {n}" for n in self.notes),
         ]
 
 
-def produce(bootstrap: str, shards: int, rows: int, prefix: str) -> dict[Any, dict[str, Any]]:
-    """The workload, shards split between two sources; the oracle."""
+def produce(
+    bootstrap: str, shards: int, rows: int, prefix: str, hold_alters_of: str | None = None
+) -> tuple[dict[Any, dict[str, Any]], Any]:
+    """The workload, shards split between two sources; the oracle, and a function that
+    sends the ALTERs of source ``hold_alters_of`` held back (their rows are sent)."""
     from devkit.producer import DebeziumProducer
     from devkit.workload import Oracle, sharded_workload
 
     producers = {s: DebeziumProducer(bootstrap, s, topic_namespace=prefix) for s in ("ga", "gb")}
     oracle = Oracle()
+    held = []
     for ev in sharded_workload(shards, rows, ddl_at=DDL, seed=11):
         oracle.take(ev)
-        p = producers["ga" if int(ev.db.split("_")[1]) < shards // 2 else "gb"]
+        source = "ga" if int(ev.db.split("_")[1]) < shards // 2 else "gb"
+        p = producers[source]
         if ev.kind == "row":
             p.row(ev.db, ev.table, ev.op, ev.before, ev.after, ev.schema)  # type: ignore[arg-type]
+        elif source == hold_alters_of and (ev.statement or "").upper().startswith("ALTER"):
+            held.append(ev)
         else:
             p.ddl(ev.db, ev.table, ev.statement or "", ev.schema)
-    for p in producers.values():
+    producers["ga"].close()
+
+    def send_held() -> int:
+        p = producers["gb"] if hold_alters_of == "gb" else producers["ga"]
+        for ev in held:
+            p.ddl(ev.db, ev.table, ev.statement or "", ev.schema)
         p.close()
-    return oracle.rows
+        return len(held)
+
+    if hold_alters_of is None:
+        producers["gb"].close()
+    return oracle.rows, send_held
 
 
 def write_config(work: Path, job: str, bootstrap: str, prefix: str, lake: str) -> Path:
@@ -310,6 +339,30 @@ def pause_env(pause_at: str, shards: int) -> dict[str, str]:
     return {"SHARDMERGE_PAUSE_AT": f"{PAUSE_POINTS[point]}:{count}"}
 
 
+def _ahead_records(store: Any) -> int:
+    """How many ``ahead`` records the group log holds."""
+    return sum(
+        isinstance(value, dict) and value.get("kind") == "ahead" for _, value in store.log(-1)
+    )
+
+
+def _replicas_equal(spark: Any, work: Path, r: CaseReport) -> bool:
+    """Whether the two members' last saved states hold the same coordinator (each member's
+    replica of the group log, G1); a difference is noted with the first keys that differ."""
+    from streaming.storage.state_store import StateStore
+
+    states = {}
+    for job in ("a", "b"):
+        latest = StateStore(spark, f"file://{work / ('checkpoint-' + job)}").latest()
+        states[job] = latest[1].get("coordinator") if latest else None
+    a, b = states["a"], states["b"]
+    if a == b and a is not None:
+        return True
+    differ = sorted(k for k in set(a or {}) | set(b or {}) if (a or {}).get(k) != (b or {}).get(k))
+    r.notes.append(f"members' replicas differ in {differ[:5]}")
+    return False
+
+
 def _decided(store: Any) -> int:
     """The newest version of the table the group decided (published) so far."""
     return max(store.numbers("decisions/shop.orders"), default=0)
@@ -341,7 +394,9 @@ def run_case(
     prefix = f"{case.replace('-', '')}{int(time.time())}."
     r = CaseReport(case, pause_at if case == "stop" else "")
     started = time.monotonic()
-    oracle = produce(bootstrap, shards, rows, prefix)
+    oracle, send_held = produce(bootstrap, shards, rows, prefix,
+                                "gb" if case == "ahead" else None)  # fmt: skip
+    held_sent = case != "ahead"
     lake = f"{storage.rstrip('/')}/{case}/lake" if storage else f"file://{work / 'lake'}"
     configs = {j: write_config(work, j, bootstrap, prefix, lake) for j in ("a", "b")}
     env_a: dict[str, str] = dict(env or {})
@@ -352,7 +407,7 @@ def run_case(
         env_a["SHARDMERGE_PAUSE_AT"] = "group_before_alter:2"
     elif case == "stop":
         env_b.update(pause_env(pause_at, shards))
-    if in_process and case not in ("rollout", "stop"):
+    if in_process and case not in ("rollout", "stop", "ahead"):
         raise ValueError(f"case {case} signals job a: it needs a process of its own")
     jobs: dict[str, Job | InProcessMember] = {
         "a": InProcessMember(configs["a"], work / "a.log", spark)
@@ -397,7 +452,14 @@ def run_case(
                     a.signal(signal.SIGCONT)
                     continued = True
                     r.notes.append(f"a continued at {elapsed:.0f} s")
+            if not held_sent and (_ahead_records(store) or elapsed > 120):
+                n = send_held()
+                held_sent = True
+                r.notes.append(f"gb's {n} ALTERs sent at {elapsed:.0f} s, "
+                               f"{_ahead_records(store)} ahead record(s) in the log")  # fmt: skip
             if case in ("race", "stop") and stopped_b and not continued:
+                continue
+            if not held_sent:
                 continue
             if compare(spark, lake, oracle, r):
                 break
@@ -409,6 +471,9 @@ def run_case(
             j.stop()
     compare(spark, lake, oracle, r)
     r.seconds = time.monotonic() - started
+    if case == "ahead":
+        r.ahead = _ahead_records(store)
+        r.replicas_equal = _replicas_equal(spark, work, r)
     r.ddl_runs = ddl_runs(spark, lake)
     for n in store.numbers("terms"):
         t = store.read_numbered("terms", n) or {}

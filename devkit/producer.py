@@ -53,7 +53,14 @@ class DebeziumProducer:
         partitions_hint: int = 1,
         tombstones: bool = True,
         topic_namespace: str = "",
+        routed: tuple[str, int] | None = None,
     ) -> None:
+        """``routed``: ``(logical, partitions)``, records as Debezium's topic routing writes
+        them (docs/cluster.md): every table's data on ``<source>.<logical>`` with
+        ``partitions`` partitions, a shard's records in the partition ``PartitionRouting``
+        picks from ``source.db`` and ``source.table`` (:func:`routed_partition`), its key
+        with the field ``ByLogicalTableRouter`` adds (``__dbz__physicalTableIdentifier``:
+        the table's own topic)."""
         # topic_namespace is prepended to every topic name, so that tests can run several
         # connectors named alike (source "s1") on one broker without sharing topics.
         self.topic_namespace = topic_namespace
@@ -64,6 +71,7 @@ class DebeziumProducer:
             tombstones=tombstones,
         )
         self.source, self.partitions_hint = source, partitions_hint
+        self.routed = routed
         self.sent = self.delivered = 0
         self._config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
         self._producer = Producer(
@@ -127,14 +135,24 @@ class DebeziumProducer:
         topic, key, value, headers = record
         headers = cast(Any, headers)  # librdkafka takes (str, bytes | None) pairs
         schema_topic = topic == self.source
+        partitions = 1 if schema_topic else self.partitions_hint
+        route: dict[str, Any] = {}
+        if self.routed is not None and not schema_topic:
+            logical, partitions = self.routed
+            _, db, table = topic.split(".", 2)
+            key = routed_key(key, topic)
+            topic = f"{self.source}.{logical}"
+            if value is not None:  # a tombstone has no payload to hash: the key's partition
+                route["partition"] = routed_partition([db, table], partitions)
         topic = self.topic_namespace + topic
         if topic not in self._topics:
-            self._ensure_topic(topic, 1 if schema_topic else self.partitions_hint)
+            self._ensure_topic(topic, partitions)
         while True:
             try:
                 self._producer.produce(
-                    topic, value, key, headers=headers or None, on_delivery=self._delivered
-                )
+                    topic, value, key, headers=headers or None, on_delivery=self._delivered,
+                    **route,
+                )  # fmt: skip
                 break
             except BufferError:  # the local queue is full: let librdkafka send
                 self._producer.poll(0.05)
@@ -165,6 +183,39 @@ class DebeziumProducer:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise ProduceError(f"cannot create topic {topic!r}: {exc.args[0].str()}") from exc
         self._topics.add(topic)
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (a signed 32-bit int) of ``text``."""
+    data = text.encode("utf-16-le")  # Java hashes UTF-16 code units
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] | data[i + 1] << 8)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def routed_partition(values: list[str], partitions: int) -> int:
+    """The partition Debezium's ``PartitionRouting`` (hash function ``java``) gives a record
+    whose payload fields hold ``values``: the sum of their hash codes, its sign bit
+    cleared (``Integer.MAX_VALUE`` counts as 0), modulo ``partitions``."""
+    total = sum(java_string_hash(v) for v in values) & 0x7FFFFFFF
+    return (0 if total == 0x7FFFFFFF else total) % partitions
+
+
+def routed_key(key: bytes | None, physical: str) -> bytes | None:
+    """A record key as ``ByLogicalTableRouter`` rewrites it: the field
+    ``__dbz__physicalTableIdentifier`` with the table's own topic added (to the schema's
+    fields too when the key carries one)."""
+    if key is None:
+        return None
+    doc = json.loads(key)
+    field = "__dbz__physicalTableIdentifier"
+    if isinstance(doc, dict) and "schema" in doc and "payload" in doc:
+        doc["schema"]["fields"].append({"type": "string", "optional": False, "field": field})
+        doc["payload"][field] = physical
+    else:
+        doc[field] = physical
+    return json.dumps(doc, separators=(",", ":")).encode()
 
 
 def send_workload(producer: DebeziumProducer, events: Iterable[WorkloadEvent]) -> int:
@@ -199,6 +250,14 @@ def cli_main(argv: list[str]) -> int:
     parser.add_argument("--schemas-enable", action="store_true")
     parser.add_argument("--decimal-mode", choices=("string", "base64"), default="string")
     parser.add_argument("--partitions", type=int, default=1, help="partitions per data topic")
+    parser.add_argument(
+        "--topics",
+        choices=("per-shard", "per-table"),
+        default="per-shard",
+        help="per-shard: a topic per shard table (Debezium's default); per-table: one topic "
+        "<source>.orders for every shard, as Debezium's ByLogicalTableRouter and "
+        "PartitionRouting write it (--partitions partitions, a shard's rows in one)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     ddl_at = {}
@@ -216,6 +275,7 @@ def cli_main(argv: list[str]) -> int:
         schemas_enable=args.schemas_enable,
         decimal_mode=args.decimal_mode,
         partitions_hint=args.partitions,
+        routed=("orders", args.partitions) if args.topics == "per-table" else None,
     )
     total = args.shards * args.rows
     events = sharded_workload(args.shards, args.rows, ddl_at=ddl_at, seed=args.seed)

@@ -55,6 +55,8 @@ from streaming.config import ExtractSettings, RouteSettings
 __all__ = ["MariaDbScenarioSession", "dml_sql", "run_mariadb_files"]
 
 MARKER_DB = "shardmerge_ctl"
+# How the connectors lay out their data topics (MariaDbScenarioSession's ``topics``).
+TOPIC_LAYOUTS = ("per-shard", "per-table")
 SYSTEM_DBS = {"information_schema", "mysql", "performance_schema", "sys"}
 CAPTURE_TIMEOUT_S = 90.0
 
@@ -117,6 +119,17 @@ def event_sql(e: RowEvent) -> tuple[str, list[Any]]:
     return f"UPDATE {table} SET {sets} WHERE {where}", [*e.after.values(), *params]
 
 
+def routing(topics: str) -> Any:
+    """The connectors' routing for a topic layout (:data:`TOPIC_LAYOUTS`): None for
+    ``per-shard``; for ``per-table``, one topic per source for every shard table (the
+    marker tables keep theirs), four partitions, a shard's rows in one."""
+    from devkit import upstream_local
+
+    if topics not in TOPIC_LAYOUTS:
+        raise ValueError(f"topics: {topics!r} is one of {', '.join(TOPIC_LAYOUTS)}")
+    return upstream_local.Routed(exclude_db=MARKER_DB) if topics == "per-table" else None
+
+
 class MariaDbScenarioSession(SparkScenarioSession):
     """One broker, one Spark session and one MariaDB + Debezium upstream for many files."""
 
@@ -126,9 +139,15 @@ class MariaDbScenarioSession(SparkScenarioSession):
         broker: Any = None,
         upstream: Any = None,
         sources: tuple[str, ...] = ("s1", "s2"),
+        topics: str = "per-shard",
     ) -> None:
+        """``topics``: ``per-shard`` (Debezium's default, a topic per table) or
+        ``per-table`` (one routed topic per source for all its shard tables, four
+        partitions, a shard's rows in one: ``upstream_local.Routed``)."""
         super().__init__(workdir, broker)
         from devkit import upstream_local
+
+        self.routed = routing(topics)
 
         self.upstream = upstream or self._stack.enter_context(
             upstream_local.running(
@@ -139,8 +158,12 @@ class MariaDbScenarioSession(SparkScenarioSession):
             )
         )
 
-    def run(self, scenario: Scenario) -> ScenarioResult:
-        return _MariaRun(self, scenario).run()
+    def run(self, scenario: Scenario, topics: str | None = None) -> ScenarioResult:
+        """One file; ``topics`` overrides the session's topic layout for it."""
+        run = _MariaRun(self, scenario)
+        if topics is not None:
+            run.routed = routing(topics)
+        return run.run()
 
 
 class _MariaRun(_Run):
@@ -149,6 +172,7 @@ class _MariaRun(_Run):
     def __init__(self, session: MariaDbScenarioSession, scenario: Scenario) -> None:
         super().__init__(session, scenario)
         self.up = session.upstream
+        self.routed = session.routed  # the connectors' topic layout
         self.sources = scenario_sources(scenario)
         self.dbs = scenario_dbs(scenario)
         extract = ExtractSettings(**(scenario.extract.model_dump() if scenario.extract else {}))
@@ -283,7 +307,10 @@ class _MariaRun(_Run):
         for source in self.sources:
             self.connectors.append(
                 self.up.add_connector(
-                    source, run_prefix=f"{self.run_id}_", bootstrap=self.s.broker.bootstrap
+                    source,
+                    run_prefix=f"{self.run_id}_",
+                    bootstrap=self.s.broker.bootstrap,
+                    routed=self.routed,
                 )
             )
 
@@ -646,7 +673,9 @@ class _MariaRun(_Run):
         return out
 
 
-def run_mariadb_files(scenarios: list[Scenario]) -> Iterator[ScenarioResult]:
+def run_mariadb_files(
+    scenarios: list[Scenario], topics: str = "per-shard"
+) -> Iterator[ScenarioResult]:
     sources = sorted({s for scenario in scenarios for s in scenario_sources(scenario)})
-    with MariaDbScenarioSession(sources=tuple(sources) or ("s1",)) as session:
+    with MariaDbScenarioSession(sources=tuple(sources) or ("s1",), topics=topics) as session:
         yield from run_in_session(session, scenarios, "mariadb")

@@ -158,6 +158,46 @@ class UpstreamError(procs.ProcessError):
     process (and port) and ends with the last lines of its log."""
 
 
+@dataclass(frozen=True)
+class Routed:
+    """One topic per logical table (docs/cluster.md, "Thousands of shards"): Debezium's
+    ``ByLogicalTableRouter`` sends every data topic of a source but ``exclude_db``'s to
+    ``<source>.<logical>``, and ``PartitionRouting`` keeps each shard's rows in one of its
+    ``partitions`` partitions (a hash of ``source.db`` and ``source.table``)."""
+
+    logical: str = "routed"
+    partitions: int = 4
+    exclude_db: str | None = None
+
+
+def routed_config(routed: Routed, run_prefix: str = "") -> dict[str, str]:
+    """The connector settings of :class:`Routed`, before the ``run`` prefix router (which
+    must stay last: the topic regexes see topics without the run prefix). The routed topic
+    is made with ``routed.partitions`` partitions by Connect's topic creation; every other
+    topic with one, as without routing."""
+    skip = f"(?!{re.escape(routed.exclude_db)}\\.)" if routed.exclude_db else ""
+    logical = f"^([^.]+)\\.{skip}[^.]+\\.[^.]+$"
+    routed_topic = f"^[^.]+\\.{re.escape(routed.logical)}$"
+    return {
+        "transforms": "logical,shard,run",
+        "transforms.logical.type": "io.debezium.transforms.ByLogicalTableRouter",
+        "transforms.logical.topic.regex": logical,
+        "transforms.logical.topic.replacement": f"$1.{routed.logical}",
+        "transforms.shard.type": "io.debezium.transforms.partitions.PartitionRouting",
+        "transforms.shard.partition.payload.fields": "source.db,source.table",
+        "transforms.shard.partition.topic.num": str(routed.partitions),
+        "transforms.shard.predicate": "routed",
+        "predicates": "routed",
+        "predicates.routed.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+        "predicates.routed.pattern": routed_topic,
+        "topic.creation.default.partitions": "1",
+        "topic.creation.default.replication.factor": "1",
+        "topic.creation.groups": "routed",
+        "topic.creation.routed.include": re.escape(run_prefix) + routed_topic[1:],
+        "topic.creation.routed.partitions": str(routed.partitions),
+    }
+
+
 @dataclass
 class Server:
     """One source's ``mariadbd`` on ``127.0.0.1:port``."""
@@ -211,6 +251,7 @@ class Upstream:
         snapshot_mode: str = "initial",
         name: str | None = None,
         timeout: float = 60.0,
+        routed: Routed | None = None,
     ) -> str:
         """Capture ``source``'s server with a Debezium connector; its name once connector
         and task are RUNNING and the snapshot is over: the connector reads the binlog (a
@@ -218,7 +259,9 @@ class Upstream:
         never inside the snapshot. ``UpstreamError`` with the task's trace if one FAILED.
 
         Topics: ``<run_prefix><source>.<db>.<table>`` (data) and ``<run_prefix><source>``
-        (schema changes); ``<run_prefix><source>-schemahistory`` is Debezium's own.
+        (schema changes); ``<run_prefix><source>-schemahistory`` is Debezium's own. With
+        ``routed``, the data of every table but ``routed.exclude_db``'s goes to one topic
+        per source, ``<run_prefix><source>.<routed.logical>`` (:func:`routed_config`).
         """
         server = self.servers[source]
         name = name or f"{run_prefix}{source}"
@@ -247,6 +290,8 @@ class Upstream:
             # A java.util.regex replacement: '$' and '\\' of the prefix are escaped.
             "transforms.run.replacement": re.sub(r"([$\\])", r"\\\1", run_prefix) + "$1",
         }
+        if routed is not None:
+            config.update(routed_config(routed, run_prefix))
         last_thread = _binlog_dumps(server)[1]
         _rest(self.rest, "POST", "/connectors", {"name": name, "config": config})
         deadline = time.monotonic() + timeout

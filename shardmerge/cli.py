@@ -114,6 +114,11 @@ def _scenario_run(args: argparse.Namespace) -> int:
             print("shardmerge: --sink is the spark engine's", file=sys.stderr)
             return 2
         engines["spark"] = functools.partial(engines["spark"], sink=args.sink)
+    if args.topics != "per-shard":
+        if args.engine != "mariadb":
+            print("shardmerge: --topics is the mariadb engine's", file=sys.stderr)
+            return 2
+        engines["mariadb"] = functools.partial(engines["mariadb"], topics=args.topics)
     results = run_files(args.files, args.engine, engines=engines)
     for result in results:
         print(json.dumps(result.output, default=str), flush=True)
@@ -159,6 +164,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["delta", "mariadb", "postgresql"],
         help="spark engine: where the job writes the target: a Delta table (default), or a "
         "local MariaDB or PostgreSQL server the run starts (the JDBC sink)",
+    )
+    srun.add_argument(
+        "--topics",
+        default="per-shard",
+        choices=["per-shard", "per-table"],
+        help="mariadb engine: Debezium's topic per shard table (default), or one topic per "
+        "logical table (ByLogicalTableRouter and PartitionRouting, four partitions, a "
+        "shard's rows in one; docs/cluster.md)",
     )
     srun.set_defaults(func=_scenario_run)
 

@@ -38,7 +38,7 @@ import fnmatch
 import json
 import random
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coordinator.commands import parse_command
@@ -57,8 +57,10 @@ from coordinator.routing import TableKind
 from coordinator.scenario.downstream import NEVER_REGISTERED, DeadLetter, MemoryTable
 from coordinator.scenario.memory import (
     Stash,
+    ahead_of_ddl,
     build_coordinator,
     dead_letter,
+    late_ddl,
     rename_stashed,
     take_released,
 )
@@ -114,6 +116,9 @@ class _Job:
     # A batch that ended before its write runs again over the same events (Spark runs a
     # failed batch again over the same offsets): how many of the inbox it took.
     taking: int | None = None
+    # rows of the running batch ahead of a DDL not received, per shard: where and why
+    # (appended as ``ahead`` records after the batch's gate, as the write step does)
+    ahead: dict[ShardId, tuple[Position, str]] = field(default_factory=dict)
     fenced: int = 0  # batches fenced in a row
     passed: set[int] = field(default_factory=set)  # streaming.group.member.GroupMember.passed
 
@@ -155,6 +160,8 @@ class GroupEngine:
         self.p = schedule.p if schedule else 1.0
         self.error: str | None = None
         self.dead_letters: list[DeadLetter] = []
+        # statements marked late, until their shard's `arrive` step
+        self.late: dict[ShardId, list[tuple[Position, str]]] = defaultdict(list)
         # The owner's terms: how many were claimed, and the job holding the newest one.
         self.terms = 0
         self.holder: str | None = None
@@ -222,6 +229,22 @@ class GroupEngine:
             self.now += step.clock or 0.0
         elif kind == "expect":
             self.settle()
+        elif kind == "sql" and step.late:
+            assert step.shard is not None and step.sql is not None
+            shard = ShardId.parse(step.shard)
+            self.late[shard].append((position, late_ddl(self.upstream, shard, step.sql)))
+        elif kind == "arrive":
+            shard = ShardId.parse(step.arrive or "")
+            touched = self.job_of(shard)
+            late: list[tuple[Position, RowEvent | tuple[ShardId, str]]] = [
+                (at, (shard, sql)) for at, sql in self.late.pop(shard, [])
+            ]
+            # A batch reads its control events before its rows, in position order (the
+            # streaming job's steps 5 and 6): rows not read yet that came after the
+            # statement are behind it, not ahead. A batch to run again keeps its events.
+            keep = 0 if touched.taking is None else touched.taking
+            rest = sorted(touched.inbox[keep:] + late, key=lambda item: item[0])
+            touched.inbox = touched.inbox[:keep] + rest
         elif kind == "sql":
             assert step.shard is not None and step.sql is not None
             touched = self.sql(ShardId.parse(step.shard), step.sql, position)
@@ -281,6 +304,7 @@ class GroupEngine:
         job.appends = 0
         kept = (list(job.inbox), {k: list(v) for k, v in job.stash.items()}, list(job.outbox))
         job.dead = []
+        job.ahead = {}
         taking = len(job.inbox) if job.taking is None else job.taking
         try:
             self.fold(job, job.replica.seq)
@@ -301,6 +325,11 @@ class GroupEngine:
                     job.paused, job.stop_after = True, None
                 raise _Stopped
             self.gate(job)
+            for shard, (position, why) in job.ahead.items():
+                # the write step's finding, after the gate: folded from the next batch on
+                body = {"shard": str(shard), "position": position, "reason": why}
+                self.log.append(Record(f"{job.name}:ahead:{shard}:{position}", job.name,
+                                       "ahead", body))  # fmt: skip
         except _Stopped:
             job.replica = Replica.restore(job.saved, self.router, self.configs)
             job.inbox, job.outbox = kept[0], kept[2]
@@ -372,6 +401,13 @@ class GroupEngine:
             rid = f"{job.name}:await:{event.shard}:{position}"
             self.tell(job, Record(rid, job.name, "await", body))
             route = job.replica.coordinator.route_row(event.shard)
+        if route.action == "write":
+            why = ahead_of_ddl(job.replica.coordinator, event, position, route)
+            if why is not None or event.shard in job.ahead:
+                # ahead of a DDL not received: this row and the shard's later ones in the
+                # batch wait; the record goes to the log after the gate (G2)
+                job.ahead.setdefault(event.shard, (position, why or ""))
+                route = replace(route, action="hold")
         if route.action == "hold":
             job.stash[(event.shard, route.version)].append((position, event))
         elif route.action == "write":

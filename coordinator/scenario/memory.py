@@ -3,7 +3,10 @@ downstream, no Kafka, no Spark. Seconds for the whole scenario suite.
 
 Events are processed one at a time in the file's order. Row events of a held shard are
 stashed per (shard, table version) with their position (the step number) and replayed
-on release, exactly as the streaming job does with its durable stash.
+on release, exactly as the streaming job does with its durable stash. A statement the
+file marks ``late`` reaches the engine at its shard's ``arrive`` step; the shard's rows in
+between that name a column it does not have yet (or lack one it needs) are ahead of it and
+wait for it (:func:`ahead_of_ddl`, as the streaming job's write step finds them).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from coordinator.commands import parse_command
-from coordinator.coordinator import Coordinator, TargetConfig
+from coordinator.coordinator import Coordinator, RowRoute, TargetConfig
 from coordinator.decisions import (
     ApplyDDL,
     CreateTarget,
@@ -32,7 +35,7 @@ from coordinator.scenario.downstream import NEVER_REGISTERED, DeadLetter, Memory
 from coordinator.scenario.model import Scenario, Step
 from coordinator.scenario.moving import MoveDriver
 from coordinator.scenario.observe import Observation, observe
-from coordinator.scenario.upstream import RowEvent, Upstream
+from coordinator.scenario.upstream import RowEvent, Upstream, UpstreamError
 from coordinator.state import restore, snapshot
 from schemas.connect import row_schema_text, value_fields
 from schemas.ddl import parse_create_table
@@ -40,6 +43,7 @@ from schemas.ddl import parse_create_table
 __all__ = [
     "MemoryEngine",
     "Stash",
+    "ahead_of_ddl",
     "build_coordinator",
     "dead_letter",
     "rename_stashed",
@@ -70,8 +74,49 @@ def rename_stashed(stash: Stash, d: Rename) -> None:
         stash[key] = sorted(stash.get(key, []) + moved, key=lambda pe: pe[0])
 
 
+def ahead_of_ddl(
+    coordinator: Coordinator, event: RowEvent, position: Position, route: RowRoute
+) -> str | None:
+    """Why ``event`` (routed ``route``) is ahead of a DDL its shard has not run yet, or
+    None: its after image names a column the shard does not have as coordination counts it,
+    or lacks a NOT NULL column of it (a full image always carries those). A projected
+    shard's rows (an operator skipped its DDL, a policy ignored a column) and rows behind
+    the shard's last ALTER are not judged. The streaming job's rule
+    (``streaming.batch.rows.project_actions``, ``row_fit.ahead_sql``), with its words."""
+    st = coordinator.shard_state(event.shard)
+    if route.action != "write" or route.project or st is None or event.after is None:
+        return None
+    if st.last_alter is not None and not position > st.last_alter:
+        return None
+    schema = st.schema
+    has = {c.key for c in schema.columns}
+    named = {k.lower() for k in event.after}
+    extra = [k.lower() for k in event.after if k.lower() not in has]
+    where = f"row of shard {event.shard}"
+    if extra:
+        return f"{where} names column(s) {', '.join(extra)} that its shard does not have yet"
+    needs = [c.key for c in schema.columns if not c.nullable and c.generated is None]
+    lacks = [k for k in needs if k not in named]
+    if lacks:
+        return (
+            f"{where} lacks NOT NULL column(s) {', '.join(lacks)} of its shard "
+            "(a DROP COLUMN not seen yet?)"
+        )
+    return None
+
+
 def dead_letter(event: RowEvent, reason: str) -> DeadLetter:
     return DeadLetter.of(event.shard, event.op, event.before, event.after, reason)
+
+
+def late_ddl(upstream: Upstream, shard: ShardId, sql: str) -> str:
+    """Run a statement marked ``late`` upstream: a DDL (its rows, which the job must read
+    before it, are the file's later steps); a late DML statement is an error of the file."""
+    head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+    if head in ("INSERT", "UPDATE", "DELETE"):
+        raise UpstreamError(f"late is for a DDL statement; {sql!r} changes rows")
+    upstream.ddl(shard, sql)
+    return sql
 
 
 def build_coordinator(scenario: Scenario) -> tuple[Coordinator, Router, TargetConfig]:
@@ -94,6 +139,8 @@ class MemoryEngine:
         self.stash: Stash = defaultdict(list)
         self.error: str | None = None
         self.dead_letters: list[DeadLetter] = []  # rows not written, as the job's table
+        # statements marked late, until their shard's `arrive` step
+        self.late: dict[ShardId, list[tuple[Position, str]]] = defaultdict(list)
         moves = Moves(m.move() for m in scenario.moves)
         self.mover = MoveDriver(self, moves) if moves else None
 
@@ -125,6 +172,14 @@ class MemoryEngine:
         elif kind in ("freeze", "switch") and self.mover is not None:
             phase = "frozen" if kind == "freeze" else "switched"
             self.mover.marker(step.action(kind), phase, position)
+        elif kind == "sql" and step.late:
+            assert step.shard is not None and step.sql is not None
+            shard = ShardId.parse(step.shard)
+            self.late[shard].append((position, late_ddl(self.upstream, shard, step.sql)))
+        elif kind == "arrive":
+            shard = ShardId.parse(step.arrive or "")
+            for at, sql in self.late.pop(shard, []):
+                self.ddl(shard, sql, at)
         elif kind == "sql":
             assert step.shard is not None and step.sql is not None
             self.sql(ShardId.parse(step.shard), step.sql, position)
@@ -162,6 +217,10 @@ class MemoryEngine:
             # A routed table whose CREATE TABLE was never read: as the job does
             # (streaming.batch.protocol, await_unregistered), its rows are held until it arrives.
             self.execute(self.coordinator.await_ddl(event.shard, position, ""))
+            route = self.coordinator.route_row(event.shard)
+        why = ahead_of_ddl(self.coordinator, event, position, route)
+        if why is not None:
+            self.execute(self.coordinator.await_ddl(event.shard, position, why))
             route = self.coordinator.route_row(event.shard)
         if route.action == "hold":
             self.stash[(event.shard, route.version)].append((position, event))

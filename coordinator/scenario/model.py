@@ -80,7 +80,7 @@ class Expect(_Strict):
 MOVE_ACTIONS = ("copy", "freeze", "switch")
 # A group's jobs (docs/scenarios.md, "Several jobs"): each names a job, `clock` seconds.
 GROUP_ACTIONS = ("pause", "resume", "crash", "clock")
-ACTIONS = ("sql", "insert", "update", "delete", "operator", "expect", *MOVE_ACTIONS,
+ACTIONS = ("sql", "insert", "update", "delete", "operator", "expect", "arrive", *MOVE_ACTIONS,
            *GROUP_ACTIONS)  # fmt: skip
 
 
@@ -103,6 +103,12 @@ class Step(_Strict):
     resume: str | None = None
     crash: str | None = None
     clock: float | None = Field(None, gt=0)
+    # A statement the job reads late (`late: true` on a `sql` step): it runs upstream at
+    # its step, but reaches the job only at a later `arrive` step naming its shard (Debezium
+    # orders no topic against another: the shard's rows in between reach the job first,
+    # ahead of their DDL).
+    late: bool = False
+    arrive: str | None = None
 
     @model_validator(mode="after")
     def _one_action(self) -> Step:
@@ -119,6 +125,15 @@ class Step(_Strict):
             raise ValueError(f"a {actions[0]} step needs a shard (source.db.table)")
         if self.shard and len(self.shard.split(".")) != 3:
             raise ValueError(f"shard is written source.db.table, got {self.shard!r}")
+        if self.late and actions[0] != "sql":
+            raise ValueError(
+                f"late is for a sql step (a statement the job reads late), not {actions[0]}"
+            )
+        if self.arrive is not None and (self.shard or len(self.arrive.split(".")) != 3):
+            raise ValueError(
+                "an arrive step names the shard (source.db.table) whose late statements "
+                f"reach the job, as `arrive: {self.arrive}`; not shard:"
+            )
         return self
 
     def action(self, kind: str) -> Any:
@@ -197,6 +212,28 @@ class Scenario(_Strict):
             raise ValueError("moves are not supported with several jobs yet")
         if self.jobs and self.engines != ["memory"]:
             raise ValueError("several jobs run on the memory engine only: engines: [memory]")
+        return self
+
+    @model_validator(mode="after")
+    def _late(self) -> Scenario:
+        """Every late statement reaches the job at a later ``arrive`` of its shard; every
+        ``arrive`` has a late statement to hand on."""
+        late: dict[str, list[int]] = {}
+        for i, step in enumerate(self.steps):
+            if step.late:
+                late.setdefault(step.shard or "", []).append(i)
+            elif step.arrive is not None and not late.pop(step.arrive, None):
+                raise ValueError(f"steps[{i}].arrive: no late statement of {step.arrive} before it")
+        if any(s.late for s in self.steps) and self.engines != ["memory"]:
+            raise ValueError(
+                "late statements run on the memory engine only (the spark engine cannot "
+                "yet hold a statement back past a batch): engines: [memory]"
+            )
+        for shard, steps in late.items():
+            raise ValueError(
+                f"steps[{steps[0]}]: a late statement of {shard} never arrives (add "
+                f"`arrive: {shard}` after it)"
+            )
         return self
 
     @model_validator(mode="after")

@@ -21,9 +21,10 @@ Schema work is rendered by ``schemas.dialects`` (sqlglot); every change and its 
 a row of ``<meta>._history`` with the schema it made, which is also where the shards'
 own types of the table's columns are read back from (a PostgreSQL type does not say
 which MySQL type made it). MySQL and MariaDB commit each DDL on its own: a crash between
-a change and its history row leaves the change made and unrecorded; the change is not
-made twice (the table's columns are read first), its history row is missing. PostgreSQL
-runs both in one transaction.
+a change and its history row leaves the change made and unrecorded until the batch runs
+again, which makes nothing twice (the table's columns are read first) and records the
+change it finds made (its table there, or no statement left to run, while the history's
+last schema is not the decision's). PostgreSQL runs both in one transaction.
 
 Values reach SQL only as bound parameters; identifiers only through sqlglot's quoting.
 """
@@ -306,6 +307,10 @@ class JdbcSink:
         target, schema = decision.target, decision.schema
         with self._transaction() as conn:
             if self._exists(conn, target):
+                if self._recorded_schema(conn, target) is None:
+                    # made by a run that died before its history row (MySQL commits a
+                    # DDL on its own): recorded now
+                    self._record(conn, target, "CREATE TABLE", decision)
                 return
             self._run(conn, _Statement(create_schema(self.dialect, target.db)))
             sql = create_table(self.dialect, target.db, target.table, schema, schema.primary_key)
@@ -336,6 +341,10 @@ class JdbcSink:
             except DialectConflict as e:
                 raise SinkError(str(e)) from e
             if not statements:
+                if recorded is not None and recorded != decision.schema:
+                    # made by a run that died before its history row (MySQL commits a
+                    # DDL on its own), or a change the dialect has nothing to run for
+                    self._record(conn, target, "ALTER TABLE", decision)
                 return
             for sql in statements:
                 try:

@@ -3,6 +3,7 @@ consumer, decodes with the reference decoder, and replays to the workload's fina
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -46,12 +47,19 @@ def _consume(bootstrap: str, topics: list[str], count: int) -> list[Any]:
     return got
 
 
-@pytest.mark.parametrize("schemas_enable", [False, True], ids=["bare", "schemas"])
-def test_sharded_workload_round_trips(kafka: KafkaBroker, schemas_enable: bool) -> None:
+@pytest.mark.parametrize(
+    ("schemas_enable", "routed"),
+    [(False, False), (True, False), (True, True)],
+    ids=["bare", "schemas", "routed"],
+)
+def test_sharded_workload_round_trips(
+    kafka: KafkaBroker, schemas_enable: bool, routed: bool
+) -> None:
     source = f"it{uuid.uuid4().hex[:10]}"
     producer = DebeziumProducer(
         kafka.bootstrap, source, schemas_enable=schemas_enable,
         decimal_mode="base64" if schemas_enable else "string", partitions_hint=3,
+        routed=("orders", 4) if routed else None,
     )  # fmt: skip
     workload = list(sharded_workload(SHARDS, ROWS, ddl_at=DDL, seed=11))
     assert send_workload(producer, workload) == len(workload)
@@ -60,9 +68,25 @@ def test_sharded_workload_round_trips(kafka: KafkaBroker, schemas_enable: bool) 
     assert producer.delivered == producer.sent
 
     shards = sorted({(e.db, e.table) for e in workload})
-    topics = [source] + [f"{source}.{db}.{table}" for db, table in shards]
+    topics = [source] + (
+        [f"{source}.orders"] if routed else [f"{source}.{db}.{table}" for db, table in shards]
+    )
     messages = _consume(kafka.bootstrap, topics, producer.sent)
     assert len(messages) == producer.sent
+    if routed:
+        # as Debezium's routing writes them: one topic, a shard's records in one partition
+        # (tombstones where their key hashes), the key naming the table's own topic
+        data = [m for m in messages if m.topic() != source and m.value() is not None]
+        homes: dict[str, set[int]] = defaultdict(set)
+        for m in data:
+            key = json.loads(m.key()) if m.key() else None
+            physical = key["payload"]["__dbz__physicalTableIdentifier"] if key else None
+            value = json.loads(m.value())["payload"]
+            home = f"{source}.{value['source']['db']}.{value['source']['table']}"
+            assert physical in (None, home)  # a TRUNCATE has no key
+            homes[home].add(m.partition())
+        assert len(homes) == SHARDS and all(len(p) == 1 for p in homes.values()), homes
+        assert len({p for ps in homes.values() for p in ps}) > 1  # spread over partitions
 
     by_shard: dict[tuple[str, str], list[tuple[Any, ShardEvent]]] = defaultdict(list)
     tombstones = 0

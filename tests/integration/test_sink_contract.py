@@ -219,3 +219,34 @@ def test_a_jdbc_narrowing_a_row_does_not_fit_is_refused_and_changes_nothing(
     assert not change.applied and "does not fit" in change.advice
     assert [r[ODD] for r in rows(t)] == ["ten chars!"]
     assert len(sink.history(t, 10)) == 1
+
+
+@pytest.mark.parametrize("dialect", ["mariadb", "postgresql"])
+def test_a_jdbc_change_whose_history_row_was_lost_is_recorded_when_run_again(
+    request: pytest.FixtureRequest, spark: Any, dialect: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MySQL and MariaDB commit a DDL on its own: a run that dies between a change and its
+    history row leaves the change made and unrecorded. The batch run again makes nothing
+    twice and records what it finds made (PostgreSQL rolls both back: made again once)."""
+    from streaming.storage.jdbc_sink import JdbcSink
+
+    url, user, password = request.getfixturevalue("mariadb" if dialect == "mariadb" else "postgres")
+    sink, _ = _jdbc(spark, url, dialect, user, password, "lost_" + dialect[:2])
+    t = TargetId("shop", "unrecorded")
+    record = JdbcSink._record
+
+    def dies(*args: Any) -> None:
+        raise RuntimeError("killed before the history row")
+
+    after = CREATE.replace(", PRIMARY KEY", ", note INT, PRIMARY KEY")
+    add = alter(t, "ALTER TABLE t ADD COLUMN note INT", after)
+    for decision in (create(t), add):
+        monkeypatch.setattr(JdbcSink, "_record", dies)
+        with pytest.raises(RuntimeError, match="killed before the history row"):
+            apply_downstream(sink, decision, itertools.count(1).__next__, rewrite=False)
+        monkeypatch.setattr(JdbcSink, "_record", record)
+        assert apply_downstream(sink, decision, itertools.count(1).__next__, rewrite=False).applied
+        assert apply_downstream(sink, decision, itertools.count(1).__next__, rewrite=False).applied
+    assert "note" in sink.columns(t)
+    history = sink.history(t, 10)
+    assert [h["operation"] for h in history] == ["ALTER TABLE", "CREATE TABLE"]

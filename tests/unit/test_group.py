@@ -365,3 +365,65 @@ def test_a_ddl_record_whose_origin_is_a_binlog_position_is_taken() -> None:
     assert body_problem("ddl", {**body, "origin": "3E11FA47-71CA-11E1-9E33:23"}) is None
     assert body_problem("ddl", {**body, "origin": None}) is None
     assert body_problem("ddl", {**body, "channel": 7}) is not None
+
+
+# --- rows ahead of a DDL that reaches the job late (issue 41) ----------------------------
+
+AHEAD = load_scenario(ROOT / "groups" / "row-ahead-of-its-ddl-optimistic.yaml")
+
+
+def test_rows_ahead_of_a_late_ddl_leave_every_member_s_replica_equal() -> None:
+    # eu's write step finds s1's rows naming column c before the ALTER that added it
+    # reached eu: an `ahead` record, folded by every member; at the end (and at each
+    # observation) every member folded the same records and holds the same replica.
+    engine = GroupEngine(AHEAD, roundtrip=True)
+    engine.start()
+    for i, step in enumerate(AHEAD.steps):
+        engine.step(i, step)
+        if step.expect is not None:
+            snapshots = {name: job.replica.snapshot() for name, job in engine.jobs.items()}
+            assert snapshots["eu"] == snapshots["us"], f"after step {i + 1}"
+    assert engine.error is None
+    kinds = [(r.job, r.kind, r.body.get("shard")) for _, r in engine.log.read(0)]
+    assert ("eu", "ahead", "s1.db1.tb1") in kinds
+    ahead = next(r for _, r in engine.log.read(0) if r.kind == "ahead")
+    assert ahead.body["position"] == 3  # the first row naming c, not the ones before it
+    assert "names column(s) c that its shard does not have yet" in ahead.body["reason"]
+    assert run_memory(AHEAD).output["failures"] == []
+
+
+def test_rows_ahead_of_a_late_ddl_end_as_one_job_does() -> None:
+    one = outcome(AHEAD.model_copy(update={"jobs": {}}))
+    assert one == outcome(AHEAD)
+    for seed in range(40):
+        schedule = RandomSchedule(seed, 0.3 + 0.1 * (seed % 5))
+        assert outcome(bare(AHEAD), schedule=schedule) == one, f"seed {seed}"
+
+
+def test_a_late_statement_is_held_until_its_shard_s_arrive_step() -> None:
+    base = {"name": "x", "mode": "optimistic", "target": "shardddl.tb", "engines": ["memory"],
+            "shards": {"s1.db1.tb1": CREATE}}  # fmt: skip
+    late = {"shard": "s1.db1.tb1", "sql": "ALTER TABLE tb1 ADD COLUMN c INT", "late": True}
+    with pytest.raises(ValueError, match="never arrives"):
+        Scenario.model_validate({**base, "steps": [late]})
+    with pytest.raises(ValueError, match=r"no late statement of s1\.db1\.tb1"):
+        Scenario.model_validate({**base, "steps": [{"arrive": "s1.db1.tb1"}]})
+    with pytest.raises(ValueError, match="late is for a sql step"):
+        Scenario.model_validate({**base, "steps": [{"shard": "s1.db1.tb1", "insert": {"id": 1},
+                                                    "late": True}]})  # fmt: skip
+    with pytest.raises(ValueError, match="memory engine only"):
+        Scenario.model_validate({**base, "engines": ["memory", "spark"],
+                                 "steps": [late, {"arrive": "s1.db1.tb1"}]})  # fmt: skip
+    s = Scenario.model_validate({**base, "steps": [
+        late,
+        {"shard": "s1.db1.tb1", "insert": {"id": 1, "a": 1, "c": 1}},
+        {"expect": {"rows": [], "blocked": ["s1.db1.tb1"]}},
+        {"arrive": "s1.db1.tb1"},
+        {"expect": {"rows": [{"id": 1, "a": 1, "c": 1}], "blocked": []}},
+    ]})  # fmt: skip
+    assert run_memory(s, roundtrip=True).output["failures"] == []
+    dml = s.model_copy(update={"steps": [
+        Step(shard="s1.db1.tb1", sql="INSERT INTO tb1 VALUES (1, 1)", late=True),
+        Step(arrive="s1.db1.tb1"),
+    ]})  # fmt: skip
+    assert "late is for a DDL statement" in run_memory(dml).output["failures"][0]
