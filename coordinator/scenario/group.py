@@ -56,11 +56,12 @@ from coordinator.ids import Position, ShardId, TargetId
 from coordinator.routing import TableKind
 from coordinator.scenario.downstream import NEVER_REGISTERED, DeadLetter, MemoryTable
 from coordinator.scenario.memory import (
+    Late,
     Stash,
     ahead_of_ddl,
     build_coordinator,
     dead_letter,
-    late_ddl,
+    hold_late,
     rename_stashed,
     take_released,
 )
@@ -161,7 +162,7 @@ class GroupEngine:
         self.error: str | None = None
         self.dead_letters: list[DeadLetter] = []
         # statements marked late, until their shard's `arrive` step
-        self.late: dict[ShardId, list[tuple[Position, str]]] = defaultdict(list)
+        self.late: Late = {}
         # The owner's terms: how many were claimed, and the job holding the newest one.
         self.terms = 0
         self.holder: str | None = None
@@ -230,9 +231,7 @@ class GroupEngine:
         elif kind == "expect":
             self.settle()
         elif kind == "sql" and step.late:
-            assert step.shard is not None and step.sql is not None
-            shard = ShardId.parse(step.shard)
-            self.late[shard].append((position, late_ddl(self.upstream, shard, step.sql)))
+            hold_late(self.upstream, self.late, step, position)
         elif kind == "arrive":
             shard = ShardId.parse(step.arrive or "")
             touched = self.job_of(shard)

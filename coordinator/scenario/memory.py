@@ -41,11 +41,13 @@ from schemas.connect import row_schema_text, value_fields
 from schemas.ddl import parse_create_table
 
 __all__ = [
+    "Late",
     "MemoryEngine",
     "Stash",
     "ahead_of_ddl",
     "build_coordinator",
     "dead_letter",
+    "hold_late",
     "rename_stashed",
     "take_released",
 ]
@@ -109,14 +111,20 @@ def dead_letter(event: RowEvent, reason: str) -> DeadLetter:
     return DeadLetter.of(event.shard, event.op, event.before, event.after, reason)
 
 
-def late_ddl(upstream: Upstream, shard: ShardId, sql: str) -> str:
-    """Run a statement marked ``late`` upstream: a DDL (its rows, which the job must read
-    before it, are the file's later steps); a late DML statement is an error of the file."""
+Late = dict[ShardId, list[tuple[Position, str]]]
+
+
+def hold_late(upstream: Upstream, late: Late, step: Step, position: Position) -> None:
+    """Run a statement marked ``late`` upstream and keep it in ``late`` until its shard's
+    ``arrive`` step: a DDL (its rows, which the job reads before it, are the file's later
+    steps); a late DML statement is an error of the file."""
+    assert step.shard is not None and step.sql is not None
+    shard, sql = ShardId.parse(step.shard), step.sql
     head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
     if head in ("INSERT", "UPDATE", "DELETE"):
         raise UpstreamError(f"late is for a DDL statement; {sql!r} changes rows")
     upstream.ddl(shard, sql)
-    return sql
+    late.setdefault(shard, []).append((position, sql))
 
 
 def build_coordinator(scenario: Scenario) -> tuple[Coordinator, Router, TargetConfig]:
@@ -140,7 +148,7 @@ class MemoryEngine:
         self.error: str | None = None
         self.dead_letters: list[DeadLetter] = []  # rows not written, as the job's table
         # statements marked late, until their shard's `arrive` step
-        self.late: dict[ShardId, list[tuple[Position, str]]] = defaultdict(list)
+        self.late: Late = {}
         moves = Moves(m.move() for m in scenario.moves)
         self.mover = MoveDriver(self, moves) if moves else None
 
@@ -173,9 +181,7 @@ class MemoryEngine:
             phase = "frozen" if kind == "freeze" else "switched"
             self.mover.marker(step.action(kind), phase, position)
         elif kind == "sql" and step.late:
-            assert step.shard is not None and step.sql is not None
-            shard = ShardId.parse(step.shard)
-            self.late[shard].append((position, late_ddl(self.upstream, shard, step.sql)))
+            hold_late(self.upstream, self.late, step, position)
         elif kind == "arrive":
             shard = ShardId.parse(step.arrive or "")
             for at, sql in self.late.pop(shard, []):
