@@ -71,6 +71,8 @@ _CHANGE_KEY_SCHEMA = (
 Headers = list[tuple[str, bytes | None]]
 # One encoder, made once: json.dumps with arguments builds a new one per call.
 _compact = json.JSONEncoder(separators=(",", ":")).encode
+# The key field Debezium's ByLogicalTableRouter adds (key.enforce.uniqueness)
+ROUTER_KEY_FIELD = "__dbz__physicalTableIdentifier"
 
 
 class Record(NamedTuple):
@@ -93,6 +95,8 @@ class _Table:
         # ENUM/SET members as Debezium names a binlog row's index (not a snapshot row's)
         self.binlog = binlog_converters(schema) if schema is not None else []
         self.value_prefix = self.key_prefix = ""
+        # ByLogicalTableRouter's key field (the table's own topic), in every key's payload
+        self.key_suffix = f',"{ROUTER_KEY_FIELD}":{json.dumps(self.topic)}' if b.routed else ""
         if b.schemas_enable:
             name = f"{b.source}.{db}.{table}"
             fields: list[dict[str, Any]] = [
@@ -113,6 +117,8 @@ class _Table:
                     for side in ("before", "after")
                 ]
                 key = [f for f in row if f["field"] in self.pk]
+                if b.routed:
+                    key.append({"type": "string", "optional": False, "field": ROUTER_KEY_FIELD})
                 key_schema = {
                     "type": "struct",
                     "fields": key,
@@ -147,8 +153,10 @@ class DebeziumBuilder:
         schemas_enable: bool = False,
         decimal_mode: DecimalMode = "string",
         tombstones: bool = True,
+        routed: bool = False,
     ) -> None:
         self.source, self.schemas_enable = source, schemas_enable
+        self.routed = routed  # keys as Debezium's ByLogicalTableRouter rewrites them
         self.decimal_mode, self.tombstones = decimal_mode, tombstones
         self._tables: dict[tuple[str, str, TableSchema | None], _Table] = {}
         self._last_schema: dict[tuple[str, str], TableSchema] = {}
@@ -325,6 +333,8 @@ class DebeziumBuilder:
         if not t.pk or row is None:
             return None
         text = _compact({c: row.get(c) for c in t.pk})
+        if t.key_suffix:
+            text = text[:-1] + t.key_suffix + "}"
         return (t.key_prefix + text + "}" if t.key_prefix else text).encode()
 
     def _data(

@@ -69,6 +69,7 @@ class DebeziumProducer:
             schemas_enable=schemas_enable,
             decimal_mode=decimal_mode,
             tombstones=tombstones,
+            routed=routed is not None,
         )
         self.source, self.partitions_hint = source, partitions_hint
         self.routed = routed
@@ -140,7 +141,6 @@ class DebeziumProducer:
         if self.routed is not None and not schema_topic:
             logical, partitions = self.routed
             _, db, table = topic.split(".", 2)
-            key = routed_key(key, topic)
             topic = f"{self.source}.{logical}"
             if value is not None:  # a tombstone has no payload to hash: the key's partition
                 route["partition"] = routed_partition([db, table], partitions)
@@ -200,22 +200,6 @@ def routed_partition(values: list[str], partitions: int) -> int:
     cleared (``Integer.MAX_VALUE`` counts as 0), modulo ``partitions``."""
     total = sum(java_string_hash(v) for v in values) & 0x7FFFFFFF
     return (0 if total == 0x7FFFFFFF else total) % partitions
-
-
-def routed_key(key: bytes | None, physical: str) -> bytes | None:
-    """A record key as ``ByLogicalTableRouter`` rewrites it: the field
-    ``__dbz__physicalTableIdentifier`` with the table's own topic added (to the schema's
-    fields too when the key carries one)."""
-    if key is None:
-        return None
-    doc = json.loads(key)
-    field = "__dbz__physicalTableIdentifier"
-    if isinstance(doc, dict) and "schema" in doc and "payload" in doc:
-        doc["schema"]["fields"].append({"type": "string", "optional": False, "field": field})
-        doc["payload"][field] = physical
-    else:
-        doc[field] = physical
-    return json.dumps(doc, separators=(",", ":")).encode()
 
 
 def send_workload(producer: DebeziumProducer, events: Iterable[WorkloadEvent]) -> int:

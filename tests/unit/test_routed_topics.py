@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
-from devkit.producer import java_string_hash, routed_key, routed_partition
+from devkit.debezium_build import DebeziumBuilder
+from devkit.producer import java_string_hash, routed_partition
 from devkit.upstream_local import Routed, routed_config
+from schemas import parse_create_table
 
 
 def test_java_string_hash_is_java_s() -> None:
@@ -26,16 +29,20 @@ def test_routed_partition_is_the_sum_of_hashes_without_its_sign() -> None:
     assert got == {0, 1, 2, 3}
 
 
+def _key(schemas_enable: bool, create: str = "CREATE TABLE t (id INT PRIMARY KEY, a INT)") -> Any:
+    builder = DebeziumBuilder("s1", schemas_enable=schemas_enable, routed=True)
+    (record,) = builder.row("db", "t", "c", None, {"id": 1, "a": 2}, parse_create_table(create))
+    return record.key
+
+
 def test_routed_key_adds_the_routers_field() -> None:
-    assert json.loads(routed_key(b'{"id":1}', "s1.db.t") or b"") == {
+    assert json.loads(_key(False) or b"") == {
         "id": 1, "__dbz__physicalTableIdentifier": "s1.db.t"
     }  # fmt: skip
-    with_schema = {"schema": {"type": "struct", "fields": [{"field": "id", "type": "int64"}]},
-                   "payload": {"id": 1}}  # fmt: skip
-    out = json.loads(routed_key(json.dumps(with_schema).encode(), "s1.db.t") or b"")
+    out = json.loads(_key(True) or b"")
     assert [f["field"] for f in out["schema"]["fields"]] == ["id", "__dbz__physicalTableIdentifier"]
     assert out["payload"]["__dbz__physicalTableIdentifier"] == "s1.db.t"
-    assert routed_key(None, "s1.db.t") is None
+    assert _key(False, "CREATE TABLE t (id INT, a INT)") is None  # a table without a key
 
 
 def test_the_connector_routes_every_shard_topic_but_the_markers() -> None:
