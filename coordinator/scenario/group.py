@@ -424,8 +424,10 @@ class GroupEngine:
             self.decided.setdefault((d.target, version), d)
             return
         if isinstance(d, Release) and job.owns(d.shard):
-            released = take_released(job.stash, d)
+            released, ahead = take_released(job.replica.coordinator, job.stash, d)
             job.outbox += [_Write(d.target, version, e, d.project) for e in released]
+            if ahead is not None:  # the rest wait in the stash; an ahead record (G2)
+                job.ahead.setdefault(d.shard, ahead)
         elif isinstance(d, Truncate) and job.owns(d.shard):
             job.outbox.append(_Write(d.target, version, d))
         elif isinstance(d, Rename) and job.owns(d.new):

@@ -56,16 +56,29 @@ __all__ = [
 Stash = dict[tuple[ShardId, int], list[tuple[Position, RowEvent]]]
 
 
-def take_released(stash: Stash, d: Release) -> list[RowEvent]:
+def take_released(
+    coordinator: Coordinator, stash: Stash, d: Release
+) -> tuple[list[RowEvent], tuple[Position, str] | None]:
     """The held events ``d`` releases (those before its ``until``), in order, taken out of
-    ``stash``; the later ones stay."""
+    ``stash``, each judged again as the streaming job's write step judges its replayed rows
+    (:func:`ahead_of_ddl`): the first one still ahead of a DDL, and every later one, stay
+    in the stash; its position and reason are returned with the events to write (the
+    shard waits from there). The later ones (from ``until`` on) stay too."""
     key = (d.shard, d.version)
     events = stash.pop(key, [])
-    now = [e for p, e in events if d.until is None or p < d.until]
+    now = [(p, e) for p, e in events if d.until is None or p < d.until]
     later = [(p, e) for p, e in events if not (d.until is None or p < d.until)]
+    route = RowRoute("write", d.target, d.version, d.project)
+    ahead: tuple[Position, str] | None = None
+    for i, (p, e) in enumerate(now):
+        why = ahead_of_ddl(coordinator, e, p, route)
+        if why is not None:
+            ahead = (p, why)
+            now, later = now[:i], now[i:] + later
+            break
     if later:
         stash[key] = later
-    return now
+    return [e for _, e in now], ahead
 
 
 def rename_stashed(stash: Stash, d: Rename) -> None:
@@ -259,8 +272,11 @@ class MemoryEngine:
                 case Hold():
                     pass  # rows from here on are routed to the stash
                 case Release():
-                    for event in take_released(self.stash, d):
+                    released, ahead = take_released(self.coordinator, self.stash, d)
+                    for event in released:
                         self.write(d.target, event, d.project)
+                    if ahead is not None:  # the rest wait in the stash for their DDL
+                        self.execute(self.coordinator.await_ddl(d.shard, *ahead))
 
     def rename(self, d: Rename) -> None:
         """The renamed shard's held events are kept under its new name (their order kept),

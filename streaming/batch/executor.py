@@ -11,6 +11,7 @@ from the shard's hold position on.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 
@@ -32,7 +33,7 @@ from streaming.storage.sink import Sink, apply_downstream
 from streaming.storage.slots import Slots
 from streaming.storage.stash import Stash
 
-__all__ = ["Executor", "RowWork"]
+__all__ = ["Executor", "RowWork", "bounded"]
 
 log = logging.getLogger("shardmerge.batch")
 
@@ -119,6 +120,7 @@ class Executor:
                         d.version,
                         d.reason or "(no reason given)",
                     )
+                    self.work.releases = bounded(self.work.releases, d)
 
     def rename(self, d: Rename) -> None:
         """A shard renamed within its target: at once (step 5), its rows downstream take
@@ -169,3 +171,23 @@ class Executor:
             ]
             self.stash.rename(str(d.target), d.old, d.new, stash_slot, keep=replayed)
         self.work.renames.append(d)
+
+
+def bounded(releases: list[Release], hold: Hold) -> list[Release]:
+    """The batch's releases once ``hold`` came after them: a shard released earlier in the
+    batch (its awaited DDL arrived) and held again by a later statement of the batch (a
+    conflict DDL that arrived with it) replays only its stashed rows before the hold; the
+    rest stay in the stash for the hold's own release (their values would otherwise be
+    written under a schema that lacks them). PROTOCOL.md, steps 7 and 8."""
+    at = hold.position
+    if at is None:
+        return releases
+    return [
+        dataclasses.replace(r, until=at)
+        if r.target == hold.target
+        and r.shard == hold.shard
+        and r.version == hold.version
+        and (r.until is None or r.until > at)
+        else r
+        for r in releases
+    ]
