@@ -30,6 +30,7 @@ database otherwise (``CREATE DATABASE`` after a ``DROP DATABASE``).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import uuid
@@ -140,14 +141,20 @@ class MariaDbScenarioSession(SparkScenarioSession):
         upstream: Any = None,
         sources: tuple[str, ...] = ("s1", "s2"),
         topics: str = "per-shard",
+        connector: str | None = None,
     ) -> None:
         """``topics``: ``per-shard`` (Debezium's default, a topic per table) or
         ``per-table`` (one routed topic per source for all its shard tables, four
-        partitions, a shard's rows in one: ``upstream_local.Routed``)."""
+        partitions, a shard's rows in one: ``upstream_local.Routed``). ``connector``:
+        the Debezium connector (``upstream_local.CONNECTOR_CLASSES``); by default
+        ``SHARDMERGE_DEBEZIUM``, else ``upstream_local.ROUTED_CONNECTOR`` for ``per-table``
+        (the one whose router keeps explicit NULLs) and MariaDB's own for ``per-shard``."""
         super().__init__(workdir, broker)
         from devkit import upstream_local
 
         self.routed = routing(topics)
+        if connector is None and self.routed is not None:
+            connector = os.environ.get("SHARDMERGE_DEBEZIUM") or upstream_local.ROUTED_CONNECTOR
 
         self.upstream = upstream or self._stack.enter_context(
             upstream_local.running(
@@ -155,6 +162,7 @@ class MariaDbScenarioSession(SparkScenarioSession):
                 sources=sources,
                 name="scenarios",
                 base_dir=self.workdir / "upstream",
+                connector=connector,
             )
         )
 

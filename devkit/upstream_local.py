@@ -99,6 +99,13 @@ CONNECTOR_CLASSES = {
     "mariadb": "io.debezium.connector.mariadb.MariaDbConnector",
 }
 DEFAULT_CONNECTOR = "mariadb"
+# One routed topic per source (:class:`Routed`) needs Debezium 3.6's ByLogicalTableRouter:
+# 3.5's puts a column's default in place of an explicit NULL (dbz#1848; read from the
+# bytecode: 3.5.0's updateValue copies fields with Struct.get, 3.6.1's with
+# getWithoutDefault). The router a connector uses is its own plugin's (pinning
+# ``transforms.*.version`` to the other plugin's 3.6.1 did not change that, measured), and
+# no 3.6 MariaDbConnector is served, so routed capture takes the 3.6.1 MySqlConnector.
+ROUTED_CONNECTOR = "mysql"
 CONNECTOR_CLASS = CONNECTOR_CLASSES[DEFAULT_CONNECTOR]  # kept for callers of the old name
 ADMIN = ("admin", "admin")
 DEBEZIUM = ("debezium", "debezium")
@@ -263,6 +270,13 @@ class Upstream:
         ``routed``, the data of every table but ``routed.exclude_db``'s goes to one topic
         per source, ``<run_prefix><source>.<routed.logical>`` (:func:`routed_config`).
         """
+        if routed is not None and self.connector != ROUTED_CONNECTOR:
+            raise UpstreamError(
+                f"one routed topic per source needs Debezium 3.6's ByLogicalTableRouter; the "
+                f"{self.connector} connector here is Debezium 3.5, whose router replaces an "
+                "explicit NULL with the column's default (dbz#1848): start the upstream with "
+                f"connector {ROUTED_CONNECTOR} (SHARDMERGE_DEBEZIUM={ROUTED_CONNECTOR})"
+            )
         server = self.servers[source]
         name = name or f"{run_prefix}{source}"
         config = {

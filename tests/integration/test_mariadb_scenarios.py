@@ -54,13 +54,19 @@ def test_scenario_on_real_mariadb_and_debezium(session: MariaDbScenarioSession, 
 
 
 # One topic per server for all its shard tables (Debezium's ByLogicalTableRouter and
-# PartitionRouting, docs/cluster.md): a NULL the shard sent where its column has a
-# default. Debezium 3.5's router puts the default in its place (dbz#1848, fixed in
-# 3.6.0.Alpha2): measured here (2026-11-29), the same for the sixteen-shard rollout file
-# (`shardmerge scenario run --engine mariadb --topics per-table`), whose rows differ from
-# the shards' in those NULLs. Strict: once the MariaDB connector is upgraded, this passes
-# and the marker must go.
+# PartitionRouting, docs/cluster.md), with a NULL the shard sent where its column has a
+# default: Debezium 3.5's router put the default in its place (dbz#1848, fixed in 3.6), so
+# routed capture runs Debezium 3.6.1's MySqlConnector (upstream_local.ROUTED_CONNECTOR;
+# no 3.6 MariaDbConnector is served), on an upstream of its own.
 ROUTED = ["beyond/explicit-null-not-default-optimistic.yaml"]
+
+
+@pytest.fixture(scope="module")
+def routed_session(kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with MariaDbScenarioSession(
+        tmp_path_factory.mktemp("mariadb-routed"), broker=kafka, topics="per-table"
+    ) as s:
+        yield s
 
 
 def _topics(bootstrap: str) -> dict[str, int]:
@@ -70,17 +76,12 @@ def _topics(bootstrap: str) -> dict[str, int]:
     return {name: len(t.partitions) for name, t in meta.topics.items()}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Debezium 3.5's ByLogicalTableRouter replaces an explicit NULL with the "
-    "column's default (dbz#1848); the MariaDB connector's upgrade to 3.6 is open",
-)
 @pytest.mark.parametrize("name", ROUTED)
 def test_scenario_on_real_mariadb_with_one_routed_topic_per_server(
-    session: MariaDbScenarioSession, kafka: KafkaBroker, name: str
+    routed_session: MariaDbScenarioSession, kafka: KafkaBroker, name: str
 ):
     before = _topics(kafka.bootstrap)
-    result = session.run(load_scenario(ROOT / name), topics="per-table")
+    result = routed_session.run(load_scenario(ROOT / name))
     assert result.output["failures"] == []
     assert result.ok and result.output["oracle"] == "compared"
     new = {t: n for t, n in _topics(kafka.bootstrap).items() if t not in before}

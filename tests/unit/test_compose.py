@@ -162,3 +162,35 @@ def test_promtool_checks_the_rules_and_the_scrape_config(tmp_path: Path) -> None
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_per_table_connectors_route_every_shard_table_to_one_topic_per_source() -> None:
+    import re
+
+    from devkit.upstream_local import Routed, routed_config
+
+    compose = (ROOT / "docker-compose.yml").read_text()
+    reference = routed_config(Routed(logical="orders", partitions=16))
+    for name in ("src1", "src2"):
+        shard = json.loads((DEPLOY / "connect" / f"{name}.json").read_text())
+        routed = json.loads((DEPLOY / "connect" / "per-table" / f"{name}.json").read_text())
+        path = f"./deploy/connect/per-table/{name}.json:/connectors/per-table/{name}.json:ro"
+        assert path in compose
+        # the same capture, plus the routing transforms the project's real upstream runs
+        assert {k: v for k, v in routed.items() if k in shard} == shard
+        for key in ("transforms.logical.type", "transforms.shard.type",
+                    "transforms.shard.partition.payload.fields", "predicates.routed.type"):  # fmt: skip
+            assert routed[key] == reference[key], key
+        n = routed["transforms.shard.partition.topic.num"]
+        assert routed["topic.creation.routed.partitions"] == n == "16"
+        regex = re.compile(routed["transforms.logical.topic.regex"])
+        replacement = routed["transforms.logical.topic.replacement"].replace("$1", r"\1")
+        assert regex.sub(replacement, f"{name}.db_3.orders_15") == f"{name}.orders"
+        assert not regex.fullmatch(name)  # the schema-change topic keeps its name
+        routed_topic = re.compile(routed["predicates.routed.pattern"])
+        assert routed_topic.fullmatch(f"{name}.orders")
+        assert re.fullmatch(routed["topic.creation.routed.include"], f"{name}.orders")
+    # the job's source pattern reads the routed topics too
+    job = (ROOT / "examples" / "job.yaml").read_text()
+    pattern = re.search(r"pattern: '([^']+)'", job)
+    assert pattern and re.fullmatch(pattern.group(1), "src1.orders")

@@ -62,3 +62,14 @@ def test_the_connector_routes_every_shard_topic_but_the_markers() -> None:
     assert config["transforms.shard.partition.topic.num"] == "8"
     assert config["topic.creation.routed.partitions"] == "8"
     assert config["transforms.shard.partition.payload.fields"] == "source.db,source.table"
+
+
+def test_routed_capture_refuses_a_connector_whose_router_replaces_explicit_nulls(tmp_path) -> None:
+    import pytest
+
+    from devkit.upstream_local import ROUTED_CONNECTOR, Upstream, UpstreamError
+
+    up = Upstream("t", tmp_path, "127.0.0.1:9", {}, "http://127.0.0.1:9", 0, tmp_path / "log")
+    assert up.connector == "mariadb" != ROUTED_CONNECTOR
+    with pytest.raises(UpstreamError, match=r"dbz#1848.*SHARDMERGE_DEBEZIUM=mysql"):
+        up.add_connector("s1", run_prefix="r_", bootstrap="127.0.0.1:9", routed=Routed())
