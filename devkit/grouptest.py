@@ -138,15 +138,17 @@ def produce(
         if ev.kind == "row":
             p.row(ev.db, ev.table, ev.op, ev.before, ev.after, ev.schema)  # type: ignore[arg-type]
         elif source == hold_alters_of and (ev.statement or "").upper().startswith("ALTER"):
-            held.append(ev)
+            # built now: its binlog position and time are where it ran; only its delivery
+            # is late (Debezium orders no topic against another)
+            held.append(p.builder.ddl(ev.db, ev.table, ev.statement or "", ev.schema))
         else:
             p.ddl(ev.db, ev.table, ev.statement or "", ev.schema)
     producers["ga"].close()
 
     def send_held() -> int:
         p = producers["gb"] if hold_alters_of == "gb" else producers["ga"]
-        for ev in held:
-            p.ddl(ev.db, ev.table, ev.statement or "", ev.schema)
+        for record in held:
+            p.send(record)
         p.close()
         return len(held)
 

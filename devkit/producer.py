@@ -112,6 +112,11 @@ class DebeziumProducer:
         """One DDL statement on the schema-change topic (``table`` "" for database DDL)."""
         self._send(self.builder.ddl(db, table, statement, schema_after))
 
+    def send(self, record: Record) -> None:
+        """A record built earlier by :attr:`builder` (a DDL delivered late keeps the binlog
+        position and time it was built with, as Debezium's record of it does)."""
+        self._send(record)
+
     def truncate(self, db: str, table: str) -> None:
         """``TRUNCATE TABLE`` on the table's data topic (op ``t``, no key)."""
         self._send(self.builder.truncate(db, table))

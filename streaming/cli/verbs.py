@@ -379,6 +379,54 @@ def _history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lag(args: argparse.Namespace) -> int:
+    from shardmerge.printable import printable as p
+    from streaming.config import load_settings
+    from streaming.ops.lag import LagError, lag_report, now_ms
+
+    settings = load_settings(args.config)
+    try:
+        report = lag_report(settings)
+    except LagError as e:
+        print(f"shardmerge lag: {p(str(e))}", file=sys.stderr)
+        return 1
+    out = report.as_json(now_ms())
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    if report.batch is None:
+        print("no batch committed yet: every record of the job's topics is behind")
+    else:
+        print(f"after batch {report.batch} (planned {out['age_seconds']:.0f} s ago): "
+              f"{out['behind']:,} records behind")  # fmt: skip
+    print(f"{'target':32} {'records behind':>15} {'shards behind':>14}  most behind")
+    for target, t in out["targets"].items():
+        worst = ", ".join(f"{p(w['shard'])} {w['behind']:,}" for w in t["worst"]) or "-"
+        counted = f"{t['shards_behind']} of {t['shards']}"
+        print(f"{p(target):32} {t['behind']:>15,} {counted:>14}  {worst}")
+    shared = out["shared_topics"]
+    if shared:
+        print("topics that carry several shards (which shard's records are behind is known "
+              "only by reading them):")  # fmt: skip
+        for topic, t in shared.items():
+            print(f"  {p(topic):40} {t['behind']:>12,} behind in {t['partitions']} partition(s)")
+    schema = {k: v for k, v in out["schema_topics"].items() if v["behind"]}
+    for topic, t in schema.items():
+        print(f"schema-change topic {p(topic)}: {t['behind']:,} DDL record(s) behind")
+    if args.shards:
+        print("shards behind:")
+        for shard, n in out["shards"].items():
+            if n:
+                print(f"  {p(shard):48} {n:>12,}")
+    if args.partitions:
+        print(f"{'topic':48} {'partition':>9} {'read to':>12} {'end':>12} {'behind':>10}")
+        for part in out["partitions"]:
+            read = "-" if part["read"] is None else f"{part['read']:,}"
+            print(f"{p(part['topic']):48} {part['partition']:>9} {read:>12} "
+                  f"{part['end']:>12,} {part['behind']:>10,}")  # fmt: skip
+    return 0
+
+
 def add_job_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``run``, ``locks`` and ``unlock`` on a subparsers object."""
     from coordinator.commands import add_unlock_arguments
@@ -460,6 +508,17 @@ def add_job_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--yes", action="store_true", help="write it (without: say what would be done)"
     )
     grepair.set_defaults(func=_group_repair)
+
+    lag = verbs.add_parser(
+        "lag",
+        help="records behind per target and shard: the checkpoint's offsets against the "
+        "brokers' end offsets (no JVM)",
+    )
+    lag.add_argument("--config", required=True)
+    lag.add_argument("--shards", action="store_true", help="every shard behind, not the worst")
+    lag.add_argument("--partitions", action="store_true", help="every topic-partition too")
+    lag.add_argument("--json", action="store_true", help="machine-readable output")
+    lag.set_defaults(func=_lag)
 
     history = verbs.add_parser(
         "history",

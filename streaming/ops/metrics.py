@@ -331,6 +331,15 @@ class JobCollector(Collector):
         for (topic, part), n in sorted(lag_by_partition(last).items()):
             lag.add_metric([topic, str(part)], n)
         yield lag
+        per_target = GaugeMetricFamily(
+            "shardmerge_target_lag_records",
+            "records behind the latest offset at the last trigger, per target (topics that "
+            "carry several shards: target '(shared topics)')",
+            labels=["target"],
+        )
+        for target, n in self.views.lag_targets(last).items():
+            per_target.add_metric([target], n)
+        yield per_target
         rates = (
             ("shardmerge_input_rows_per_second", "inputRowsPerSecond", "Kafka records/s read"),
             (

@@ -19,11 +19,12 @@ from coordinator.state import restore
 from coordinator.views import HeldView, TargetView
 from schemas.model import TableSchema, name_key
 from streaming.config import Settings
+from streaming.ops.lag import classify
 from streaming.ops.observer import BatchObserver
 from streaming.source.control import commit_seconds
 from streaming.storage.state_store import StateStore
 
-__all__ = ["Views", "lag_by_partition", "progress_dicts"]
+__all__ = ["Views", "lag_by_partition", "lag_by_target", "progress_dicts"]
 
 
 def _offsets(raw: Any) -> dict[str, dict[str, int]]:
@@ -51,6 +52,26 @@ def lag_by_partition(progress: dict[str, Any] | None) -> dict[tuple[str, int], i
                 read = end.get(topic, {}).get(part, offset)
                 out[(topic, int(part))] = max(offset - read, 0)
     return out
+
+
+def lag_by_target(
+    lags: dict[tuple[str, int], int], settings: Settings, kinds: dict[str, tuple[Any, ...]]
+) -> dict[str, int]:
+    """``lags`` (per topic-partition) summed per target, as ``shardmerge lag`` attributes
+    them (``streaming.ops.lag.classify``): a shard's topic to its target; a topic that
+    carries several shards under ``(shared topics)``; schema-change topics and tables no
+    route takes are left out. ``kinds``: a cache of each topic's attribution."""
+    out: dict[str, int] = {}
+    router = None
+    for (topic, _), n in lags.items():
+        if topic not in kinds:
+            router = router or settings.router()
+            kinds[topic] = classify(topic, settings.sources, router)
+        kind, _, target = kinds[topic]
+        key = target if kind == "shard" else "(shared topics)" if kind == "shared" else None
+        if key is not None:
+            out[key] = out.get(key, 0) + n
+    return dict(sorted(out.items()))
 
 
 def progress_dicts(query: Any) -> list[dict[str, Any]]:
@@ -97,6 +118,7 @@ class Views:
         self.store = store  # the job's own: commands go to the inbox `shardmerge unlock` uses
         self.member: Any = None  # streaming.group.member.GroupMember, when the job is in a group
         self._recent: tuple[float, list[dict[str, Any]]] = (0.0, [])
+        self._topic_kinds: dict[str, tuple[Any, ...]] = {}  # lag_by_target's cache
         self._recent_lock = threading.Lock()
 
     def recent_progress(self) -> list[dict[str, Any]]:
@@ -276,8 +298,13 @@ class Views:
                 {"topic": topic, "partition": part, "records": n}
                 for (topic, part), n in sorted(lag_by_partition(last).items())
             ],
+            "lag_targets": self.lag_targets(last),
             "totals": snap["totals"],
         }
+
+    def lag_targets(self, progress: dict[str, Any] | None) -> dict[str, int]:
+        """Records behind per target at the last trigger (:func:`lag_by_target`)."""
+        return lag_by_target(lag_by_partition(progress), self.settings, self._topic_kinds)
 
     # --- the group ---------------------------------------------------------------------------
 

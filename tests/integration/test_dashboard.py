@@ -338,6 +338,8 @@ def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstrea
     topics = {dict(labels)["topic"] for labels in lags}
     assert topics == {up.source} | {f"{up.source}.shop.orders_{i}" for i in range(4)}
     assert set(lags.values()) == {0.0}
+    per_target = {k[1]: v for k, v in samples.items() if k[0] == "shardmerge_target_lag_records"}
+    assert per_target == {(("target", "shop.orders"),): 0.0}, per_target
     dead = {k[1]: v for k, v in samples.items() if k[0] == "shardmerge_dead_letters_total"}
     assert sum(dead.values()) == 1, dead
     (latest,) = get_json(url, "api/dead-letters")["latest"]

@@ -171,6 +171,9 @@ function renderOverview(p, locks, dead) {
     { name: "records behind latest", color: "#c0392b", points: p.spark.map((x) => [t(x), x.lag]) },
   ]);
   stackedBars(document.getElementById("chart-steps"), p.batches);
+  const targets = document.querySelector("#lag-targets tbody");
+  targets.replaceChildren(...Object.entries(p.lag_targets || {}).map(([name, n]) => el("tr", {},
+    el("td", { text: name }), el("td", { class: "num", text: fmt(n) }))));
   const body = document.querySelector("#lag-table tbody");
   body.replaceChildren(...p.lag.map((r) => el("tr", {}, el("td", { text: r.topic }),
     el("td", { class: "num", text: r.partition }), el("td", { class: "num", text: fmt(r.records) }))));
