@@ -348,20 +348,37 @@ def _ahead_records(store: Any) -> int:
     )
 
 
-def _replicas_equal(spark: Any, work: Path, r: CaseReport) -> bool:
-    """Whether the two members' last saved states hold the same coordinator (each member's
-    replica of the group log, G1); a difference is noted with the first keys that differ."""
+def _replicas_equal(spark: Any, work: Path, r: CaseReport, wait_s: float = 120.0) -> bool:
+    """Whether the two members' saved states hold the same coordinator (each member's
+    replica of the group log, G1) once both folded the log as far (the same ``group.seq``:
+    an idle member folds at its next tick, so this waits up to ``wait_s`` for it); a
+    difference is noted with the first keys that differ."""
+    import time
+
     from streaming.storage.state_store import StateStore
 
-    states = {}
-    for job in ("a", "b"):
-        latest = StateStore(spark, f"file://{work / ('checkpoint-' + job)}").latest()
-        states[job] = latest[1].get("coordinator") if latest else None
-    a, b = states["a"], states["b"]
+    def saved() -> dict[str, Any]:
+        out = {}
+        for job in ("a", "b"):
+            latest = StateStore(spark, f"file://{work / ('checkpoint-' + job)}").latest()
+            out[job] = latest[1] if latest else {}
+        return out
+
+    deadline = time.monotonic() + wait_s
+    states = saved()
+    seqs = {j: (s.get("group") or {}).get("seq") for j, s in states.items()}
+    while len(set(seqs.values())) > 1 and time.monotonic() < deadline:
+        time.sleep(2)
+        states = saved()
+        seqs = {j: (s.get("group") or {}).get("seq") for j, s in states.items()}
+    if len(set(seqs.values())) > 1:
+        r.notes.append(f"members' replicas never at one log position within {wait_s:.0f} s: {seqs}")
+        return False
+    a, b = states["a"].get("coordinator"), states["b"].get("coordinator")
     if a == b and a is not None:
         return True
     differ = sorted(k for k in set(a or {}) | set(b or {}) if (a or {}).get(k) != (b or {}).get(k))
-    r.notes.append(f"members' replicas differ in {differ[:5]}")
+    r.notes.append(f"members' replicas differ at log position {seqs['a']} in {differ[:5]}")
     return False
 
 
@@ -468,6 +485,9 @@ def run_case(
                 break
         else:
             r.notes.append(f"deadline of {deadline_s:.0f} s passed")
+        if case == "ahead":
+            # while both jobs run: an idle member folds the last records at its next tick
+            r.replicas_equal = _replicas_equal(spark, work, r)
     finally:
         r.stopped = [name for name, j in jobs.items() if j.gave_up()]
         for j in jobs.values():
@@ -476,7 +496,6 @@ def run_case(
     r.seconds = time.monotonic() - started
     if case == "ahead":
         r.ahead = _ahead_records(store)
-        r.replicas_equal = _replicas_equal(spark, work, r)
     r.ddl_runs = ddl_runs(spark, lake)
     for n in store.numbers("terms"):
         t = store.read_numbered("terms", n) or {}

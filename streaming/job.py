@@ -327,6 +327,10 @@ def run(
 
     ops = None
     processor: BatchProcessor | None = None
+    from streaming.ops.lag import log_read_cost
+
+    pool = spark.conf.get("spark.kafka.consumer.cache.capacity", "64")
+    cost = log_read_cost(settings, int(pool) if pool and pool.isdigit() else None)
 
     def start() -> StreamingQuery:
         # One processor (and its observer) for every restart of the query, so the ops
@@ -341,6 +345,7 @@ def run(
             from streaming.ops.running import start_ops
 
             ops = start_ops(spark, processor, query)
+            ops.views.read_cost = cost
             log.info("metrics: %smetrics", ops.url)
         return query
 

@@ -34,10 +34,14 @@ __all__ = [
     "LagError",
     "LagReport",
     "PartitionLag",
+    "ReadCost",
     "client_options",
     "committed_offsets",
     "end_offsets",
     "lag_report",
+    "log_read_cost",
+    "read_cost",
+    "source_partitions",
     "source_topics",
 ]
 
@@ -286,3 +290,113 @@ def lag_report(
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+# --- what reading the job's topics will cost (logged at start) ------------------------------
+
+# Measured (docs/benchmarks.md, "On a quiet machine, and the file descriptors it takes"):
+# the Spark JVM holds about 12 descriptors per topic-partition it reads (a pooled consumer,
+# its sockets and buffers), and the first batch that reads a topic-partition pays about
+# 40 ms for it (a consumer made, a fetch and a seek: 41 s at 1,024 shard topics).
+DESCRIPTORS_PER_PARTITION = 12
+FIRST_READ_SECONDS_PER_PARTITION = 0.04
+# Past this many topic-partitions, one topic per logical table is advised.
+ROUTING_ADVISED_FROM = 256
+
+
+@dataclass(frozen=True)
+class ReadCost:
+    """What the job's sources will cost to read: topic-partitions, the descriptors and
+    first-batch seconds they take by the measured rates, the limits, and advice."""
+
+    topics: int
+    partitions: int
+    descriptors: int
+    first_batch_seconds: float
+    open_files_limit: int | None
+    consumer_pool: int | None
+    advice: tuple[str, ...]
+
+
+def read_cost(
+    partitions: dict[str, int], open_files_limit: int | None, consumer_pool: int | None
+) -> ReadCost:
+    """The read cost of ``partitions`` (partitions per topic the job reads), against the
+    process's open-files limit and Spark's Kafka consumer pool (None: not known)."""
+    n = sum(partitions.values())
+    descriptors = n * DESCRIPTORS_PER_PARTITION
+    advice = []
+    if open_files_limit is not None and descriptors > open_files_limit // 2:
+        advice.append(
+            f"{n:,} topic-partitions take about {descriptors:,} open files in the Spark JVM, "
+            f"more than half its limit of {open_files_limit:,}: raise it (ulimit -n, "
+            f"{2 * descriptors:,} or more) or read fewer topic-partitions (one topic per "
+            "logical table, docs/cluster.md)"
+        )
+    if consumer_pool is not None and n > consumer_pool:
+        advice.append(
+            f"{n:,} topic-partitions but Spark pools {consumer_pool:,} Kafka consumers "
+            "(spark.kafka.consumer.cache.capacity): past the pool every batch closes and "
+            f"makes consumers; set it to {n:,} or more (docs/cluster.md)"
+        )
+    if n >= ROUTING_ADVISED_FROM and len(partitions) >= ROUTING_ADVISED_FROM:
+        advice.append(
+            f"{len(partitions):,} topics (a topic per shard table): a batch's read grows with "
+            f"them (about {n * FIRST_READ_SECONDS_PER_PARTITION:.0f} s for a first batch); "
+            "one topic per logical table (Debezium's ByLogicalTableRouter with "
+            "PartitionRouting, docs/cluster.md) keeps it flat in shards"
+        )
+    return ReadCost(
+        len(partitions), n, descriptors, round(n * FIRST_READ_SECONDS_PER_PARTITION, 1),
+        open_files_limit, consumer_pool, tuple(advice),
+    )  # fmt: skip
+
+
+def source_partitions(settings: Settings, timeout_ms: int = 30_000) -> dict[str, int]:
+    """Partitions per topic of the job's sources, from the brokers (kafka-python)."""
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaError
+
+    options, _ = client_options(settings)
+    try:
+        consumer = KafkaConsumer(
+            bootstrap_servers=settings.kafka.bootstrap.split(","),
+            enable_auto_commit=False,
+            request_timeout_ms=timeout_ms,
+            bootstrap_timeout_ms=timeout_ms,
+            **options,
+        )
+        try:
+            topics = source_topics(settings.sources, consumer.topics())
+            return {t: len(consumer.partitions_for_topic(t) or ()) for t in sorted(topics)}
+        finally:
+            consumer.close()
+    except KafkaError as e:
+        raise LagError(f"cannot list the topics at {settings.kafka.bootstrap}: {e}") from e
+
+
+def log_read_cost(settings: Settings, consumer_pool: int | None) -> ReadCost | None:
+    """At the job's start: count its topic-partitions and log what reading them costs,
+    with advice past the thresholds (:func:`read_cost`), against this process's open-files
+    limit. A broker that cannot be listed this way (a security setup kafka-python lacks)
+    is logged and the count skipped: the job itself reads through Spark's client."""
+    import logging
+    import resource
+
+    log = logging.getLogger("shardmerge.read_cost")
+    try:
+        partitions = source_partitions(settings, timeout_ms=10_000)
+    except LagError as e:
+        log.warning("topic-partitions not counted (no read-cost advice): %s", e)
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    cost = read_cost(partitions, None if soft == resource.RLIM_INFINITY else soft, consumer_pool)
+    log.info(
+        "the job reads %d topic-partitions of %d topics: about %d open files, a first batch "
+        "about %.1f s of Kafka reads (open-files limit %s, Kafka consumer pool %s)",
+        cost.partitions, cost.topics, cost.descriptors, cost.first_batch_seconds,
+        cost.open_files_limit, cost.consumer_pool,
+    )  # fmt: skip
+    for line in cost.advice:
+        log.warning("read cost: %s", line)
+    return cost

@@ -8,6 +8,7 @@ memory, read over py4j: no Spark job). Held rows and dead letters come from
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -119,6 +120,8 @@ class Views:
         self.member: Any = None  # streaming.group.member.GroupMember, when the job is in a group
         self._recent: tuple[float, list[dict[str, Any]]] = (0.0, [])
         self._topic_kinds: dict[str, tuple[Any, ...]] = {}  # lag_by_target's cache
+        # What reading the job's topics costs, counted at its start (streaming.ops.lag).
+        self.read_cost: Any = None
         self._recent_lock = threading.Lock()
 
     def recent_progress(self) -> list[dict[str, Any]]:
@@ -299,6 +302,7 @@ class Views:
                 for (topic, part), n in sorted(lag_by_partition(last).items())
             ],
             "lag_targets": self.lag_targets(last),
+            "read_cost": None if self.read_cost is None else dataclasses.asdict(self.read_cost),
             "totals": snap["totals"],
         }
 

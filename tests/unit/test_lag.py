@@ -107,3 +107,20 @@ def test_lag_counts_a_partition_the_job_never_read_from_its_beginning(tmp_path: 
     assert out["batch"] == 4 and out["age_seconds"] == 1.0
     assert out["targets"]["shop.orders"]["behind"] == 1 + 5
     assert out["shared_topics"] == {"src1.orders": {"behind": 8, "partitions": 1}}
+
+
+def test_read_cost_advises_past_the_open_files_the_pool_and_topics_per_shard() -> None:
+    from streaming.ops.lag import read_cost
+
+    few = read_cost({"src1.orders": 16, "src1": 1}, 20_000, 16_384)
+    assert (few.partitions, few.descriptors, few.advice) == (17, 17 * 12, ())
+    many = {f"src1.db_{i // 16}.orders_{i % 16}": 1 for i in range(4096)}
+    cost = read_cost(many, 20_000, 64)
+    assert cost.partitions == 4096 and cost.descriptors == 4096 * 12
+    files, pool, routing = cost.advice
+    assert "more than half its limit of 20,000" in files and "98,304 or more" in files
+    assert "pools 64 Kafka consumers" in pool and "set it to 4,096" in pool
+    assert "4,096 topics" in routing and "one topic per logical table" in routing
+    # one routed topic of 4,096 partitions: the pool and files, never routing
+    routed = read_cost({"src1.orders": 4096}, None, None)
+    assert routed.advice == ()

@@ -150,6 +150,7 @@ function renderOverview(p, locks, dead) {
     ["input rows/s", fmt(last.input_rows_per_second, 1)],
     ["processed rows/s", fmt(last.processed_rows_per_second, 1)],
     ["Kafka lag (records)", fmt(lag)],
+    ["topic-partitions read", p.read_cost ? fmt(p.read_cost.partitions) : "–"],
     ["rows written", fmt(p.totals.written || 0)],
     ["held shards", held],
     ["waiting (no lock)", locks.waiting.length],
@@ -171,6 +172,9 @@ function renderOverview(p, locks, dead) {
     { name: "records behind latest", color: "#c0392b", points: p.spark.map((x) => [t(x), x.lag]) },
   ]);
   stackedBars(document.getElementById("chart-steps"), p.batches);
+  const advice = (p.read_cost && p.read_cost.advice) || [];
+  document.getElementById("read-advice").replaceChildren(
+    ...advice.map((a) => el("p", { class: "alarm", text: "read cost: " + a })));
   const targets = document.querySelector("#lag-targets tbody");
   targets.replaceChildren(...Object.entries(p.lag_targets || {}).map(([name, n]) => el("tr", {},
     el("td", { text: name }), el("td", { class: "num", text: fmt(n) }))));
