@@ -13,6 +13,10 @@ older one was writing is run again by it from the same offsets (exactly once as 
 
 Where the checkpoint's filesystem offers no create-if-absent the job trusts (``gs://``,
 for one), epochs are off and the job logs once that a second driver would not be noticed.
+A claim that fails (a store error) is tried again, :data:`CLAIM_ATTEMPTS` times with
+backoff; one that still fails leaves epochs off for the run, logged. Each claim removes
+all but the newest :data:`KEEP` epochs, so the folder every batch lists stays small
+however often the job restarts (only the newest number matters to the check).
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ __all__ = ["FOLDER", "Epochs", "Superseded"]
 log = logging.getLogger("shardmerge.epochs")
 
 FOLDER = "epochs"
+KEEP = 10  # epochs kept (the newest; the check needs only the newest one)
+CLAIM_ATTEMPTS = 3
+CLAIM_BACKOFF_S = 1.0  # then 2 s
 
 
 class Superseded(ShardMergeError):
@@ -66,18 +73,36 @@ class Epochs:
         }
         from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 
-        try:
-            epoch = store.claim_next(FOLDER, record)
-        except (Py4JJavaError, OSError) as e:
-            # A store that refuses the conditional create (an S3-compatible server that
-            # does not take If-None-Match): the run goes on, and says what it cannot see.
-            log.warning(
-                "checkpoint %s: could not claim an epoch (%s); a second run of this job on "
-                "it would not be noticed",
-                checkpoint, str(e).splitlines()[0] if str(e) else type(e).__name__,
-            )  # fmt: skip
-            return cls(None, None, checkpoint)
+        for attempt in range(1, CLAIM_ATTEMPTS + 1):
+            try:
+                epoch = store.claim_next(FOLDER, record)
+                break
+            except (Py4JJavaError, OSError) as e:
+                why = str(e).splitlines()[0] if str(e) else type(e).__name__
+                if attempt < CLAIM_ATTEMPTS:
+                    log.warning(
+                        "checkpoint %s: claiming an epoch failed (attempt %d of %d): %s",
+                        checkpoint, attempt, CLAIM_ATTEMPTS, why,
+                    )  # fmt: skip
+                    time.sleep(CLAIM_BACKOFF_S * 2 ** (attempt - 1))
+                    continue
+                # A store that refuses the conditional create (an S3-compatible server
+                # that does not take If-None-Match), or down for longer: the run goes on,
+                # and says what it cannot see.
+                log.warning(
+                    "checkpoint %s: could not claim an epoch in %d attempts (%s); a second "
+                    "run of this job on it would not be noticed",
+                    checkpoint, CLAIM_ATTEMPTS, why,
+                )  # fmt: skip
+                return cls(None, None, checkpoint)
         log.info("checkpoint %s: this run is epoch %d", checkpoint, epoch)
+        try:
+            pruned = store.prune(FOLDER, KEEP)
+        except (Py4JJavaError, OSError) as e:  # the next claim prunes them
+            log.warning("checkpoint %s: old epochs not removed this time: %s", checkpoint, e)
+        else:
+            if pruned:
+                log.info("checkpoint %s: %d old epoch(s) removed", checkpoint, pruned)
         return cls(store, epoch, checkpoint)
 
     def check(self) -> None:

@@ -81,6 +81,11 @@ class Records(Protocol):
         owns (a member's heartbeat). A reader may find it absent for a moment."""
         ...
 
+    def delete(self, uri: str) -> None:
+        """Remove the record under ``uri`` (nothing when there is none): only for records
+        nobody reads any more (an epoch older than the newest ones)."""
+        ...
+
 
 class LocalRecords:
     """Records on the local filesystem: written whole to a temporary file, synced, then
@@ -124,6 +129,10 @@ class LocalRecords:
         write_synced(tmp, data)
         os.replace(tmp, path)  # atomic: a reader sees the old record or the new one
 
+    def delete(self, uri: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self._path(uri))
+
     def names(self, folder: str) -> list[str]:
         path = self._path(folder)
         if not os.path.isdir(path):
@@ -155,6 +164,9 @@ class HadoopRecords:
 
     def replace(self, uri: str, data: bytes) -> None:
         self.fs.replace(uri, data)
+
+    def delete(self, uri: str) -> None:
+        self.fs.delete(uri)
 
 
 class GroupStore:
@@ -203,6 +215,13 @@ class GroupStore:
         raise GroupStoreError(
             f"no free number in {self.uri(folder)} after {attempts} attempts from {n - attempts}"
         )
+
+    def prune(self, folder: str, keep: int) -> int:
+        """Remove all but the newest ``keep`` numbered records of ``folder``; how many."""
+        old = self.numbers(folder)[:-keep] if keep > 0 else self.numbers(folder)
+        for n in old:
+            self.records.delete(self.uri(folder, _numbered(n)))
+        return len(old)
 
     def put(self, name: str, value: dict[str, Any]) -> None:
         """Write ``value`` under ``name``, replacing what is there (one writer's record)."""
