@@ -10,9 +10,10 @@ configured source, whether that holds for the running batch:
 - the batch's end offsets are those Spark wrote, before running the batch, in its offsets
   log (``CHECKPOINT/spark/offsets/<batch>``: a line per Kafka source of the query, in plan
   order, as ``streaming.job.read_kafka`` built it);
-- their latest offsets now come from a Kafka consumer in the driver's JVM, configured as
-  Spark's Kafka source is (``kafka.bootstrap``, ``kafka.options``), so any security setup
-  that reads the data reads them too;
+- their latest offsets now come from the driver's long-lived admin client
+  (``streaming.source.driver_kafka``), configured as Spark's Kafka source is
+  (``kafka.bootstrap``, ``kafka.options``), so any security setup that reads the data
+  reads them too;
 - a source is *caught up* when no schema-change topic-partition has grown since the
   batch's offsets were fixed, and they were fixed at least ``ddl_grace_ms`` ago (a DDL
   record Kafka had not appended yet when the batch was planned, though the rows after it
@@ -124,24 +125,9 @@ class CaughtUp:
         return out
 
     def _latest(self, partitions: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        if not partitions:
-            return {}
-        # A consumer for this one request (no group, no subscription): nothing outlives
-        # the batch, whatever happens to the query or the session after it.
-        jvm: Any = self.spark._jvm
-        props = client_props(self.spark, self.settings)
-        deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
-        props.setProperty("key.deserializer", deserializer)
-        props.setProperty("value.deserializer", deserializer)
-        consumer = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(props)
-        try:
-            tps = jvm.java.util.ArrayList()
-            for topic, partition in sorted(partitions):
-                tps.add(jvm.org.apache.kafka.common.TopicPartition(topic, partition))
-            got = consumer.endOffsets(tps, jvm.java.time.Duration.ofSeconds(30))
-            return {(tp.topic(), int(tp.partition())): int(got.get(tp)) for tp in got.keySet()}
-        finally:
-            consumer.close(jvm.java.time.Duration.ZERO)
+        from streaming.source.driver_kafka import driver_kafka
+
+        return driver_kafka(self.spark, self.settings).latest_offsets(partitions)
 
 
 def client_props(spark: SparkSession, settings: Settings, known: set[str] | None = None) -> Any:

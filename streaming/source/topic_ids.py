@@ -10,11 +10,12 @@ records are skipped without a word.
 Kafka gives every topic an id (a UUID) when it is created, and a recreated topic gets a new
 one. The job keeps the id of every topic it has read in its saved state (``topic_ids``)
 and, each batch, before anything is written, asks Kafka for the ids of the topics in the
-batch's offsets (one ``listTopics`` request of an admin client in the driver's JVM,
-configured as Spark's Kafka source is, so any security setup that reads the data reads
-them too). A topic whose id changed stops the batch with :class:`RecreatedTopic`, which
-names it, and the supervisor stops the job (``streaming.runtime.supervise``): nothing of the new
-topic is written, and each run of the batch stops the same way until an operator acts.
+batch's offsets (one ``listTopics`` request of the driver's long-lived admin client,
+``streaming.source.driver_kafka``, configured as Spark's Kafka source is, so any security
+setup that reads the data reads them too). A topic whose id changed stops the batch with
+:class:`RecreatedTopic`, which names it, and the supervisor stops the job
+(``streaming.runtime.supervise``): nothing of the new topic is written, and each run of
+the batch stops the same way until an operator acts.
 
 Not covered: a topic recreated between the moment Spark fixed a batch's offsets and this
 check (about a second) is recorded with its new id; a topic that is gone is left to Spark
@@ -25,13 +26,13 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
 
 from pyspark.sql import SparkSession
 
 from shardmerge.errors import ShardMergeError
 from streaming.config import Settings
-from streaming.source.caught_up import client_props, topics_of
+from streaming.source.caught_up import topics_of
+from streaming.source.driver_kafka import driver_kafka
 
 __all__ = ["RECREATED", "RecreatedTopic", "TopicIds", "recreated"]
 
@@ -92,19 +93,7 @@ class TopicIds:
 
     def _ids(self, topics: set[str]) -> dict[str, str]:
         """``{topic: id}`` of those of ``topics`` Kafka lists now."""
-        # An admin client for this one request: nothing outlives the batch.
-        jvm: Any = self.spark._jvm
-        known = set(jvm.org.apache.kafka.clients.admin.AdminClientConfig.configNames())
-        props = client_props(self.spark, self.settings, known)
-        admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
-        try:
-            seconds = jvm.java.util.concurrent.TimeUnit.SECONDS
-            listings = admin.listTopics().listings().get(30, seconds)
-            # One call for the whole list (two py4j calls per topic cost ~0.5 s a batch at
-            # 4,096 topics): the collection's text, checked against its size.
-            count, text = int(listings.size()), str(listings.toString())
-        finally:
-            admin.close(jvm.java.time.Duration.ZERO)
+        count, text = driver_kafka(self.spark, self.settings).topic_listing()
         listed = dict(_LISTING.findall(text))
         if len(listed) != count:
             raise ShardMergeError(
