@@ -38,7 +38,7 @@ def _checkpoint(root: Path, read: dict[str, dict[str, int]]) -> None:
 
 
 def run_layout(bootstrap: str, topics: int, partitions: int, records: int, work: Path) -> dict:
-    from confluent_kafka import Producer
+    from confluent_kafka import KafkaException, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
     from kafka import KafkaConsumer  # type: ignore[import-untyped]
 
@@ -59,12 +59,29 @@ def run_layout(bootstrap: str, topics: int, partitions: int, records: int, work:
             f.result(timeout=300)
     created = time.monotonic() - started
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
-    for n in names:
-        for p in range(partitions):
+    # A new topic's leader may not be known yet: what failed is sent again.
+    todo = [(n, p) for n in names for p in range(partitions)]
+    for _ in range(10):
+        failed: list[tuple[str, int]] = []
+
+        def report(err: object, msg: object, failed: list = failed) -> None:
+            if err is not None:
+                failed.append((msg.topic(), msg.partition()))  # type: ignore[attr-defined]
+
+        for n, p in todo:
             for r in range(records):
-                producer.produce(n, b"{}", f"k{r}".encode(), partition=p)
-        producer.poll(0)
-    assert producer.flush(300) == 0
+                try:
+                    producer.produce(n, b"{}", f"k{r}".encode(), partition=p, on_delivery=report)
+                except KafkaException:  # not in the producer's metadata yet
+                    failed.append((n, p))
+            producer.poll(0)
+        assert producer.flush(300) == 0
+        todo = sorted(set(failed))
+        if not todo:
+            break
+        time.sleep(1)
+    if todo:
+        raise SystemExit(f"{len(todo)} partitions never took their records, e.g. {todo[:3]}")
     # the job has read every other partition to its end
     read = {n: {str(p): records for p in range(0, partitions, 2)} for n in names}
     if partitions == 1:
@@ -92,6 +109,9 @@ def run_layout(bootstrap: str, topics: int, partitions: int, records: int, work:
     listing = time.monotonic() - t
     behind = sum(p.behind for p in report.partitions)
     expected = topics * partitions * records // 2
+    wrong = [p for p in report.partitions if p.behind != (0 if p.read is not None else records)]
+    if wrong:
+        print(f"{len(wrong)} partitions off, e.g. {wrong[:3]}", file=sys.stderr)
     return {
         "layout": f"{topics} x {partitions}",
         "partitions": len(report.partitions),
