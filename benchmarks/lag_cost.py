@@ -40,7 +40,7 @@ def _checkpoint(root: Path, read: dict[str, dict[str, int]]) -> None:
 def run_layout(bootstrap: str, topics: int, partitions: int, records: int, work: Path) -> dict:
     from confluent_kafka import KafkaException, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
-    from kafka import KafkaConsumer  # type: ignore[import-untyped]
+    from kafka import KafkaConsumer
 
     from streaming.config import Settings
     from streaming.ops.lag import lag_report

@@ -202,17 +202,14 @@ def client_options(settings: Settings) -> tuple[dict[str, str], list[str]]:
     return options, foreign
 
 
-def end_offsets(
-    settings: Settings, known: set[tuple[str, int]], timeout_ms: int = 30_000
-) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
-    """The brokers' end offsets of every partition of the job's topics and of ``known``,
-    and the beginning offsets of those not in ``known`` (a topic the job has not read)."""
-    from kafka import KafkaConsumer, TopicPartition  # type: ignore[import-untyped]
-    from kafka.errors import KafkaError  # type: ignore[import-untyped]
+def _consumer(settings: Settings, timeout_ms: int) -> Any:
+    """A kafka-python consumer of the job's Kafka (no group, nothing committed)."""
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaError
 
     options, foreign = client_options(settings)
     try:
-        consumer = KafkaConsumer(
+        return KafkaConsumer(
             bootstrap_servers=settings.kafka.bootstrap.split(","),
             enable_auto_commit=False,
             request_timeout_ms=timeout_ms,
@@ -222,6 +219,17 @@ def end_offsets(
     except KafkaError as e:
         more = f" (kafka.options without a kafka-python equivalent: {foreign})" if foreign else ""
         raise LagError(f"cannot reach Kafka at {settings.kafka.bootstrap}: {e}{more}") from e
+
+
+def end_offsets(
+    settings: Settings, known: set[tuple[str, int]], timeout_ms: int = 30_000
+) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+    """The brokers' end offsets of every partition of the job's topics and of ``known``,
+    and the beginning offsets of those not in ``known`` (a topic the job has not read)."""
+    from kafka import TopicPartition
+    from kafka.errors import KafkaError
+
+    consumer = _consumer(settings, timeout_ms)
     try:
         topics = source_topics(settings.sources, consumer.topics()) | {t for t, _ in known}
         parts = []
@@ -354,25 +362,16 @@ def read_cost(
 
 def source_partitions(settings: Settings, timeout_ms: int = 30_000) -> dict[str, int]:
     """Partitions per topic of the job's sources, from the brokers (kafka-python)."""
-    from kafka import KafkaConsumer
     from kafka.errors import KafkaError
 
-    options, _ = client_options(settings)
+    consumer = _consumer(settings, timeout_ms)
     try:
-        consumer = KafkaConsumer(
-            bootstrap_servers=settings.kafka.bootstrap.split(","),
-            enable_auto_commit=False,
-            request_timeout_ms=timeout_ms,
-            bootstrap_timeout_ms=timeout_ms,
-            **options,
-        )
-        try:
-            topics = source_topics(settings.sources, consumer.topics())
-            return {t: len(consumer.partitions_for_topic(t) or ()) for t in sorted(topics)}
-        finally:
-            consumer.close()
+        topics = source_topics(settings.sources, consumer.topics())
+        return {t: len(consumer.partitions_for_topic(t) or ()) for t in sorted(topics)}
     except KafkaError as e:
         raise LagError(f"cannot list the topics at {settings.kafka.bootstrap}: {e}") from e
+    finally:
+        consumer.close()
 
 
 def log_read_cost(settings: Settings, consumer_pool: int | None) -> ReadCost | None:
