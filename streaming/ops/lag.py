@@ -18,7 +18,6 @@ belong to is only known by reading them. Schema-change topics (Debezium's, named
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -29,6 +28,7 @@ from coordinator.ids import ShardId
 from coordinator.routing import Router
 from streaming.config import Settings, SourceSettings
 from streaming.fs.hadoop import join
+from streaming.source.offsets_log import kafka_offsets, parse_offsets_log
 
 __all__ = [
     "LagError",
@@ -160,20 +160,11 @@ def committed_offsets(
     uri = join(spark_dir, "offsets", str(batch))
     if not fs.exists(uri):
         raise LagError(f"{uri}: batch {batch} is committed but its offsets are not there")
-    lines = fs.read(uri).decode("utf-8").splitlines()
-    if len(lines) < 2 or not lines[0].startswith("v"):
-        raise LagError(f"{uri}: not a Spark offsets log (first lines {lines[:2]!r})")
-    planned = int(json.loads(lines[1])["batchTimestampMs"])
-    offsets: dict[tuple[str, int], int] = {}
-    for line in lines[2:]:
-        if not line.strip() or line.strip() == "-":
-            continue  # a source with no offsets yet
-        raw = json.loads(line)
-        if not isinstance(raw, dict):
-            raise LagError(f"{uri}: not the offsets of a Kafka source: {line[:200]!r}")
-        for topic, parts in raw.items():
-            for part, offset in parts.items():
-                offsets[(topic, int(part))] = int(offset)
+    try:
+        planned, lines = parse_offsets_log(fs.read(uri).decode("utf-8"))
+        offsets = {tp: o for line in lines for tp, o in kafka_offsets(line).items()}
+    except ValueError as e:
+        raise LagError(f"{uri}: {e}") from e
     return batch, planned, offsets
 
 

@@ -26,7 +26,6 @@ topics) are never caught up: their rows wait for the DDL as before.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -36,6 +35,7 @@ from pyspark.sql import SparkSession
 
 from streaming.config import Settings, SourceSettings, anchored
 from streaming.fs.hadoop import HadoopFs, join
+from streaming.source.offsets_log import kafka_offsets, parse_offsets_log
 
 __all__ = [
     "DEBEZIUM_SCHEMA_TOPICS",
@@ -107,7 +107,8 @@ class CaughtUp:
                 ends.append({})
                 continue
             pattern = re.compile(anchored(regex))
-            ends.append({tp: o for tp, o in _offsets(line).items() if pattern.fullmatch(tp[0])})
+            found = kafka_offsets(line)
+            ends.append({tp: o for tp, o in found.items() if pattern.fullmatch(tp[0])})
         latest = self._latest({tp for e in ends for tp in e})
         out = []
         for source, regex, end in zip(self.settings.sources, known, ends, strict=True):
@@ -159,30 +160,12 @@ def offsets_log(
     uri = join(folder, str(batch))
     if not fs.exists(uri):
         return None  # a batch not run by a streaming query (a test calling the processor)
-    lines = fs.read(uri).decode("utf-8").splitlines()
-    # "v1", the batch's metadata, then the sources
-    planned = int(json.loads(lines[1])["batchTimestampMs"])
-    return planned, [line for line in lines[2:] if line.strip()]
-
-
-def _offsets(line: str) -> dict[tuple[str, int], int]:
-    """A Kafka source's offsets as the offsets log writes them: ``{"topic": {"0": 12}}``."""
-    if line.strip() == "-":
-        return {}  # the source had no offsets yet
-    raw = json.loads(line)
-    if not isinstance(raw, dict):
-        raise ValueError(f"not the offsets of a Kafka source: {line[:200]!r}")
-    return {
-        (topic, int(p)): int(o)
-        for topic, parts in raw.items()
-        if isinstance(parts, dict)
-        for p, o in parts.items()
-    }
+    return parse_offsets_log(fs.read(uri).decode("utf-8"))
 
 
 def topics_of(line: str) -> set[str]:
     """The topics of a source's line in the offsets log."""
-    return {topic for topic, _ in _offsets(line)}
+    return {topic for topic, _ in kafka_offsets(line)}
 
 
 def _name(source: SourceSettings) -> str:

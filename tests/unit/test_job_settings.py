@@ -158,7 +158,7 @@ def test_listed_topics_split_and_other_formats_and_the_switch_do_not():
 
 
 def test_the_offsets_log_is_read_per_kafka_source():
-    from streaming.source.caught_up import _offsets
+    from streaming.source.offsets_log import kafka_offsets as _offsets
 
     assert _offsets('{"shop":{"0":3},"shop.db.t":{"0":10,"1":7}}') == {
         ("shop", 0): 3,
