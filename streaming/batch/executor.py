@@ -25,7 +25,7 @@ from coordinator.decisions import (
     Rename,
     Truncate,
 )
-from coordinator.ids import TargetId
+from coordinator.ids import ShardId, TargetId
 from schemas.model import TableSchema
 from streaming.batch.move_keys import table_predicate
 from streaming.config import Settings
@@ -33,7 +33,7 @@ from streaming.storage.sink import Sink, apply_downstream
 from streaming.storage.slots import Slots
 from streaming.storage.stash import Stash
 
-__all__ = ["Executor", "RowWork", "bounded"]
+__all__ = ["Executor", "RowWork", "bound", "bounded"]
 
 log = logging.getLogger("shardmerge.batch")
 
@@ -44,6 +44,9 @@ class RowWork:
 
     truncates: list[Truncate] = field(default_factory=list)
     releases: list[Release] = field(default_factory=list)
+    # Where each (target, shard, version)'s releases are in ``releases``: a hold bounds
+    # only its own shard's (:func:`bound`), whatever the number of shards released.
+    released_at: dict[tuple[TargetId, ShardId, int], list[int]] = field(default_factory=dict)
     # Shards renamed within their target: the batch's rows of the old name before the
     # rename are written (or held) under the new one (streaming.batch.writer.follow_renames).
     renames: list[Rename] = field(default_factory=list)
@@ -109,6 +112,8 @@ class Executor:
                         d.until,
                         ", projected" if d.project else "",
                     )
+                    key = (d.target, d.shard, d.version)
+                    self.work.released_at.setdefault(key, []).append(len(self.work.releases))
                     self.work.releases.append(d)
                 case Hold():
                     # The row plan holds the shard's rows from its position on.
@@ -120,7 +125,8 @@ class Executor:
                         d.version,
                         d.reason or "(no reason given)",
                     )
-                    self.work.releases = bounded(self.work.releases, d)
+                    for at in self.work.released_at.get((d.target, d.shard, d.version), ()):
+                        self.work.releases[at] = bound(self.work.releases[at], d)
 
     def rename(self, d: Rename) -> None:
         """A shard renamed within its target: at once (step 5), its rows downstream take
@@ -173,21 +179,23 @@ class Executor:
         self.work.renames.append(d)
 
 
-def bounded(releases: list[Release], hold: Hold) -> list[Release]:
-    """The batch's releases once ``hold`` came after them: a shard released earlier in the
-    batch (its awaited DDL arrived) and held again by a later statement of the batch (a
-    conflict DDL that arrived with it) replays only its stashed rows before the hold; the
-    rest stay in the stash for the hold's own release (their values would otherwise be
+def bound(release: Release, hold: Hold) -> Release:
+    """``release`` once ``hold`` came after it in the batch: a shard released earlier in
+    the batch (its awaited DDL arrived) and held again by a later statement of the batch
+    (a conflict DDL that arrived with it) replays only its stashed rows before the hold;
+    the rest stay in the stash for the hold's own release (their values would otherwise be
     written under a schema that lacks them). PROTOCOL.md, steps 7 and 8."""
     at = hold.position
-    if at is None:
-        return releases
-    return [
-        dataclasses.replace(r, until=at)
-        if r.target == hold.target
-        and r.shard == hold.shard
-        and r.version == hold.version
-        and (r.until is None or r.until > at)
-        else r
-        for r in releases
-    ]
+    if (
+        at is None
+        or (release.target, release.shard, release.version)
+        != (hold.target, hold.shard, hold.version)
+        or (release.until is not None and release.until <= at)
+    ):
+        return release
+    return dataclasses.replace(release, until=at)
+
+
+def bounded(releases: list[Release], hold: Hold) -> list[Release]:
+    """Every one of ``releases`` once ``hold`` came after them (:func:`bound`)."""
+    return [bound(r, hold) for r in releases]
