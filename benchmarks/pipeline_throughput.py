@@ -75,14 +75,32 @@ def driver_rss() -> float:
 
 
 def produce(
-    bootstrap: str, source: str, shards: int, rows: int, ddl: dict[float, str]
+    bootstrap: str,
+    source: str,
+    shards: int,
+    rows: int,
+    ddl: dict[float, str],
+    inserts_only: bool = False,
 ) -> tuple[int, float]:
+    """The workload to Kafka; ``inserts_only``: its inserts alone (``rows`` of them per
+    shard), as an append-only table's change stream."""
     from devkit.producer import DebeziumProducer, send_workload
     from devkit.workload import sharded_workload
 
     producer = DebeziumProducer(bootstrap, source)
     started = time.time()
-    send_workload(producer, sharded_workload(shards, rows, ddl_at=ddl))
+    events = sharded_workload(shards, rows * 2 if inserts_only else rows, ddl_at=ddl)
+    if inserts_only:
+        kept = {"n": 0}
+
+        def insert(ev: Any) -> bool:
+            if ev.kind != "row":
+                return True
+            kept["n"] += ev.op == "c"
+            return ev.op == "c" and kept["n"] <= rows * shards
+
+        events = (ev for ev in events if insert(ev))
+    send_workload(producer, events)
     producer.flush()
     return producer.sent, time.time() - started
 
@@ -94,7 +112,16 @@ def produce_workload(bootstrap: str, shards: int, events: int, steady: bool) -> 
     print(f"produced {sent:,} records in {secs:.1f} s")
 
 
-def settings(bootstrap: str, source: str, work: Path, mode: str, max_offsets: int) -> Settings:
+def settings(
+    bootstrap: str,
+    source: str,
+    work: Path,
+    mode: str,
+    max_offsets: int,
+    sink: dict[str, Any] | None = None,
+) -> Settings:
+    """The job's settings for a benchmark run; ``sink``: settings of the sink beyond its
+    path (``append_new_keys``, ``append_min_rows``)."""
     return Settings(
         kafka=KafkaSettings(bootstrap=bootstrap, max_offsets_per_trigger=max_offsets),
         sources=[
@@ -102,9 +129,29 @@ def settings(bootstrap: str, source: str, work: Path, mode: str, max_offsets: in
         ],
         routes=[RouteSettings(target="shop.orders", table="orders_*")],
         targets={"shop.orders": TargetSettings(mode=mode)},
-        sink=SinkSettings(path=str(work / "lake")),
+        sink=SinkSettings(path=str(work / "lake"), **(sink or {})),
         checkpoint=str(work / "checkpoint"),
     )
+
+
+def appended_shares(spark: Any, checkpoint: str, target: str = "shop.orders") -> list[str]:
+    """Per batch of a finished run: the share of the target's written rows that were
+    appended (``streaming.batch.new_keys``) rather than MERGEd, from the saved states."""
+    from streaming.storage.state_store import StateStore
+
+    store = StateStore(spark, checkpoint)
+    latest = store.latest()
+    shares = []
+    for batch in range(latest[0] + 1 if latest else 0):
+        state = store.load_before(batch + 1)
+        if state is None or state["batch"] != batch:
+            continue
+        rows = state["stats"].get("target_rows", {}).get(target, {})
+        merged = sum(rows.get(k, 0) for k in ("inserted", "updated", "deleted"))
+        appended = rows.get("appended", 0)
+        total = merged + appended
+        shares.append(f"{appended / total:.0%}" if total else "-")
+    return shares
 
 
 def read_all(spark: Any, bootstrap: str, source: str) -> Any:
@@ -243,6 +290,19 @@ def main() -> None:
     parser.add_argument("--skip-held", action="store_true")
     parser.add_argument("--skip-barrier", action="store_true")
     parser.add_argument(
+        "--inserts-only",
+        action="store_true",
+        help="only the workload's inserts (an append-only table's stream): every batch after "
+        "the first is new keys alone",
+    )
+    parser.add_argument(
+        "--no-append",
+        action="store_true",
+        help="the job MERGEs every row (sink.append_new_keys: false): its speed before the "
+        "append path; without it the job also runs a second time with the path off, for "
+        "the ratio in the same run",
+    )
+    parser.add_argument(
         "--deletion-vectors",
         action="store_true",
         help="create every Delta table (targets, stash, baselines) with deletion vectors",
@@ -258,7 +318,9 @@ def main() -> None:
     try:
         with kafka_local.running("bench", work / "kafka") as broker:
             rollout = {} if args.steady else ROLLOUT
-            sent, secs = produce(broker.bootstrap, "bench", args.shards, rows, rollout)
+            sent, secs = produce(
+                broker.bootstrap, "bench", args.shards, rows, rollout, args.inserts_only
+            )
             out.append(
                 (
                     "producer (confluent-kafka, lz4)",
@@ -286,7 +348,9 @@ def main() -> None:
                     f"{n:,} rows in {secs:.1f}s = {plain:,.0f}/s",
                 )
             )
-            s = settings(broker.bootstrap, "bench", work / "job", "optimistic", args.max_offsets)
+            # the append path on from the job's second batch (sink.append_min_rows: 0)
+            s = settings(broker.bootstrap, "bench", work / "job", "optimistic", args.max_offsets,
+                         {"append_new_keys": not args.no_append, "append_min_rows": 0})  # fmt: skip
             ps = settings(broker.bootstrap, "bench", work / "ps", "optimistic", args.max_offsets)
             kept, secs, batches = plain_stream(spark, ps, final)
             stream = sent / secs
@@ -321,6 +385,13 @@ def main() -> None:
                     f"{processor.observer.totals['fast_path']} of them on the fast path)",
                 )
             )
+            if not args.no_append:
+                out.append(
+                    (
+                        "rows appended, not MERGEd, per batch (streaming.batch.new_keys)",
+                        ", ".join(appended_shares(spark, s.checkpoint)),
+                    )
+                )
             steps: dict[str, float] = {}
             for record in processor.observer.snapshot()["history"]:
                 for step, took in record.steps.items():
@@ -332,6 +403,19 @@ def main() -> None:
                     + f"; outside foreachBatch {secs - sum(steps.values()):.1f}s",
                 )
             )
+
+            if not args.no_append:
+                off = settings(broker.bootstrap, "bench", work / "job-merge", "optimistic",
+                               args.max_offsets, {"append_new_keys": False})  # fmt: skip
+                secs_off, _ = run_job(spark, off)
+                merged = sent / secs_off
+                out.append(
+                    (
+                        "shardmerge job, every row MERGEd (sink.append_new_keys: false)",
+                        f"{sent:,} records in {secs_off:.1f}s = {merged:,.0f}/s "
+                        f"({merged / stream:.2f}x (c); the append path: {ours / merged:.2f}x)",
+                    )
+                )
 
             if not args.skip_barrier:
                 # barrier latency: pessimistic, the last shard's DDL in a batch of its own

@@ -301,6 +301,7 @@ def kill_test(
     max_offsets: int = 300, spark: Any = None, source: str = "kt",
     storage: str | None = None, extra_env: dict[str, str] | None = None,
     finish_in: Any = None, workload: str = "ddl", sink: dict[str, Any] | None = None,
+    append_min_rows: int | None = None,
 ) -> Report:  # fmt: skip
     """``storage``: a URI under which lake and checkpoint go (default: ``work``), e.g. a
     bucket; ``extra_env`` reaches the job (e.g. ``PYSPARK_SUBMIT_ARGS`` with S3A conf).
@@ -309,21 +310,26 @@ def kill_test(
     ``workload``: ``ddl`` (:data:`DDL` rolled out, optimistic) or ``move`` (a move whose
     switch waits for a pessimistic lock holding rows of its old home: ``produce_move``).
     ``sink``: JDBC sink settings (``devkit.downstream_local.sink_settings``) to write the
-    target to a database instead of Delta; its password reaches the job by environment."""
+    target to a database instead of Delta; its password reaches the job by environment.
+    ``append_min_rows``: the append path of new keys on, with this ``sink.append_min_rows``
+    (0: from the second batch on, so kills fall between a MERGE and its append)."""
     if sink and sink.get("password"):
         extra_env = {**(extra_env or {}), "SHARDMERGE__SINK__PASSWORD": str(sink["password"])}
     work.mkdir(parents=True, exist_ok=True)
     config = work / "job.yaml"
     base = (storage or str(work)).rstrip("/")
     lake = f"{base}/lake"
+    job_sink = dict(sink or {})
+    if append_min_rows is not None:
+        job_sink.update(append_new_keys=True, append_min_rows=append_min_rows)
     if workload == "move":
         oracle = produce_move(bootstrap, source, shards, rows)
         write_config(config, bootstrap, source, lake, f"{base}/checkpoint", max_offsets,
-                     mode="pessimistic", extra=move_settings(source), sink=sink)  # fmt: skip
+                     mode="pessimistic", extra=move_settings(source), sink=job_sink)  # fmt: skip
     else:
         oracle = produce(bootstrap, source, shards, rows)
         write_config(config, bootstrap, source, lake, f"{base}/checkpoint", max_offsets,
-                     sink=sink)  # fmt: skip
+                     sink=job_sink)  # fmt: skip
     report = Report()
     log = work / "job.log"
     for point in [*points, None]:
@@ -364,7 +370,7 @@ def on_object_store(stack: contextlib.ExitStack, state: Path) -> tuple[str, dict
 
 def main() -> int:
     from devkit import kafka_local
-    from streaming.faults import JDBC_POINTS, MOVE_POINTS, POINTS
+    from streaming.faults import APPEND_POINTS, JDBC_POINTS, MOVE_POINTS, POINTS
 
     parser = argparse.ArgumentParser(description="kill -9 the job at many points, check the table")
     parser.add_argument("--points", type=int, default=20, help="number of kills")
@@ -393,6 +399,14 @@ def main() -> int:
         "(the JDBC sink; its kill point jdbc_staged joins the cycle)",
     )
     parser.add_argument(
+        "--append-min-rows",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the append path of new keys on, with this sink.append_min_rows (0: from the "
+        "second batch on; its kill point after_append joins the cycle); default: off",
+    )
+    parser.add_argument(
         "--at",
         action="append",
         metavar="POINT:N",
@@ -408,6 +422,7 @@ def main() -> int:
     # without being killed; the report counts the kills that happened).
     every = POINTS + (MOVE_POINTS if args.workload == "move" else ())
     every += JDBC_POINTS if args.sink != "delta" else ()
+    every += APPEND_POINTS if args.append_min_rows is not None else ()
     points = args.at or [
         # the switch runs once per run of its batch: its first occurrence
         f"{p}:{1 if p in MOVE_POINTS else 1 + (i // len(every)) % 2}"
@@ -427,7 +442,7 @@ def main() -> int:
         report = kill_test(
             broker.bootstrap, work / "job", points, shards=args.shards, rows=args.rows,
             max_offsets=250, storage=storage, extra_env=extra_env, spark=spark,
-            workload=args.workload, sink=sink,
+            workload=args.workload, sink=sink, append_min_rows=args.append_min_rows,
         )  # fmt: skip
     killed = sum(1 for _, code, _ in report.runs if code == -9)
     print(f"kills: {killed} of {len(points)} runs died by SIGKILL (others finished first)")

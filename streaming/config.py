@@ -218,6 +218,22 @@ class SinkSettings(_Frozen):
         "write slots, the history of changes, staging (env SHARDMERGE__SINK__META)",
     )
 
+    append_new_keys: bool = Field(
+        False,
+        description="rows whose keys are provably not in the target are appended instead "
+        "of MERGEd (streaming/batch/new_keys.py; Delta targets of a job alone, nothing else "
+        "writing their rows); off by default: measured, it pays only on append-mostly "
+        "streams (docs/benchmarks.md) (env SHARDMERGE__SINK__APPEND_NEW_KEYS)",
+    )
+    append_min_rows: int = Field(
+        10_000,
+        ge=0,
+        description="a target starts taking the append path after a batch with at least "
+        "this many of its events (its keys are read from the table then, once); smaller "
+        "batches of a target that has not started are MERGEd whole "
+        "(env SHARDMERGE__SINK__APPEND_MIN_ROWS)",
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _read_password_file(cls, data: Any) -> Any:

@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 __all__ = [
+    "APPEND_POINTS",
     "GROUP_POINTS",
     "MOVE_POINTS",
     "POINTS",
@@ -65,6 +66,9 @@ JDBC_POINTS = ("jdbc_staged",)
 # batch's records appended, and past its gate's last check, right before its write step.
 GROUP_POINTS = ("group_before_alter", "group_after_alter", "group_appended_join",
                 "group_appended_ddl", "group_gate", "group_gate_passed")  # fmt: skip
+# The append of provably new keys (streaming.batch.new_keys): a target's rows appended, the
+# batch's islands of keys not saved (scripts/kill-test --append-min-rows).
+APPEND_POINTS = ("after_append",)
 # Whether the stash exists, when a batch reads the held rows it releases.
 RAISE_POINTS = ("stash_read",)
 _seen: Counter[str] = Counter()

@@ -113,6 +113,15 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "_dt": ("control dead letters", "a control event that is a dead letter: its topic"),
     "_dp": ("control dead letters", "its Kafka partition"),
     "_do": ("control dead letters", "its Kafka offset"),
+    "_free": (
+        "new keys",
+        "the winner's key is outside every island of its prefix: not in the table "
+        "(streaming.batch.new_keys; appended, or a delete of nothing)",
+    ),
+    "_b": ("new keys", "the bucket of an upserted key (NULL for a delete)"),
+    "_np": ("islands table", "prefix: _np<i> is the i-th extract column of the key, as text"),
+    "_nlo": ("islands table", "the lowest key of the prefix's island"),
+    "_nhi": ("islands table", "the highest key of the prefix's island"),
     "_shard_has": ("row fit", "the columns the row's shard has now"),
     "_shard_needs": (
         "row fit",
@@ -121,4 +130,4 @@ COLUMNS: dict[str, tuple[str, str]] = {
 }
 
 # Names that only ever begin a column name (``_c_<column>``).
-PREFIXES = ("_c_",)
+PREFIXES = ("_c_", "_np")

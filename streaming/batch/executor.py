@@ -54,6 +54,9 @@ class RowWork:
     # in the same batch re-homed its rows (the write step runs the others).
     truncated: dict[TargetId, int] = field(default_factory=dict)
     ran_early: list[Truncate] = field(default_factory=list)
+    # The downstream changes applied per target (a key column changed: its islands of
+    # keys are read again, streaming.batch.new_keys).
+    altered: dict[TargetId, list[ApplyDDL]] = field(default_factory=dict)
 
 
 @dataclass
@@ -99,6 +102,7 @@ class Executor:
                     self.schemas[d.target] = d.schema
                     if isinstance(d, ApplyDDL):
                         self.downstream_ddl.append(d.statement)
+                        self.work.altered.setdefault(d.target, []).append(d)
                 case Truncate():
                     self.work.truncates.append(d)
                 case Rename():

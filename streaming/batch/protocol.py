@@ -40,6 +40,7 @@ from shardmerge.errors import ShardMergeError
 from streaming.batch.coordination import Coordination, Solo, Statement
 from streaming.batch.executor import Executor
 from streaming.batch.moves import MOVE_WAIT, MoveKeeper
+from streaming.batch.new_keys import Marks
 from streaming.batch.plan import Planner
 from streaming.batch.rows import read_ahead_sql
 from streaming.batch.writer import Writer
@@ -199,6 +200,7 @@ class _Batch:
         self.caught: list[SourceSettings] = []  # sources caught up: streaming.source.caught_up
         # upstream source ids (Debezium's server name) whose rows came from caught sources
         self.caught_sources: set[str] = set()
+        self.marks: Marks | None = None  # islands of keys (streaming.batch.new_keys)
 
     @property
     def c(self) -> Coordinator:
@@ -232,6 +234,15 @@ class _Batch:
             **extra,
         }
 
+    def new_keys(self, saved: dict[str, Any] | None) -> Marks | None:
+        """The targets' islands of keys as the batch before saved them, when this job
+        appends provably new keys (``streaming.batch.new_keys``): a Delta sink, no group
+        (other jobs write the same tables), ``sink.append_new_keys`` on."""
+        appends = callable(getattr(self.sink, "append", None))
+        if not (self.p.settings.sink.append_new_keys and appends) or self.co.shared:
+            return None
+        return Marks(saved)
+
     def step(self, name: str) -> None:
         """Tag the Spark jobs that follow with the batch and protocol step, so that Spark's
         UI and event log attribute every job of a batch to the step that ran it."""
@@ -242,6 +253,7 @@ class _Batch:
         out = Writer(
             self.spark, self.co, self.ex, self.sink, self.stash, self.p.settings, self.p.app_id,
             self.slots, self.batch, self.events, self.dead, self.caught, self.first, self.reread,
+            self.marks,
         ).write(rows, planner)  # fmt: skip
         # one write step per batch: its counts are the batch's as they are
         for name in ("events", "written", "held", "dropped", "replayed", "fast_path"):
@@ -283,6 +295,7 @@ class _Batch:
         # 1. restore (a newer run of the job on this checkpoint stops this one first)
         self.p.epochs.check()
         c, applied, saved_ids, self.moves = self.p.restore(self.batch)
+        self.marks = self.new_keys((self.p.saved or {}).get("marks"))
         # The batch's offsets as Spark logged them (read once: the topic ids and the
         # caught-up check both use them).
         self.logged = offsets_log(self.spark, join(self.p.settings.checkpoint, "spark"), self.batch)
@@ -394,7 +407,11 @@ class _Batch:
         # 7. persist
         self.stats.seconds = round(time.monotonic() - started, 3)
         crash_point("before_state")
-        state = self.state_json({"applied_commands": sorted(applied), "topic_ids": self.topic_ids})
+        state = self.state_json({
+            "applied_commands": sorted(applied),
+            "topic_ids": self.topic_ids,
+            **({"marks": self.marks.to_json()} if self.marks is not None else {}),
+        })  # fmt: skip
         self.p.store.save(self.batch, state)
         crash_point("after_state")
         self.p.store.forget_commands(applied)
@@ -588,6 +605,8 @@ class FirstRows:
     # After images that name a column twice (MySQL's names are case-insensitive): per
     # shard, the names as the images list them. Such a row is no row of its table.
     twice: list[tuple[ShardId, tuple[str, ...]]] = field(default_factory=list)
+    # The batch's rows per shard (events; an update that changes its key counts once).
+    rows: dict[ShardId, int] = field(default_factory=dict)
 
 
 # The columns an after image names, as it names them (NULL without an image). Images that
@@ -605,6 +624,7 @@ def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:
     keysets: list[KeySet] = []
     twice: list[tuple[ShardId, tuple[str, ...]]] = []
     sources: dict[str, bool] = {}
+    counts: dict[ShardId, int] = {}
     fps: dict[tuple[ShardId, str | None], Any] = {}
     texts: dict[tuple[ShardId, str | None], str] = {}
     for r in (
@@ -616,10 +636,12 @@ def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:
             # one text per fingerprint: the fingerprint is its hash
             F.max("row_schema").alias("row_schema"),
             F.expr("min_by(after, _okey)").alias("sample"),
+            F.count(F.lit(1)).alias("n"),
         )
         .collect()
     ):
         shard = ShardId(r["source"], r["db"], r["tbl"])
+        counts[shard] = counts.get(shard, 0) + int(r["n"])
         sources[shard.source] = sources.get(shard.source, True) and r["caught"] == 1
         position = okey_position(r["first"])
         if shard not in shards or position < shards[shard]:
@@ -641,7 +663,7 @@ def first_rows(rows: DataFrame, caught: str = "false") -> FirstRows:
         if (shard, fp_text) in texts:
             shadows.setdefault(shard, []).append((position, texts[(shard, fp_text)]))
     caught_sources = {s for s, all_caught in sources.items() if all_caught}
-    return FirstRows(shards, prints, shadows, caught_sources, keysets, twice)
+    return FirstRows(shards, prints, shadows, caught_sources, keysets, twice, counts)
 
 
 def _statement(r: Any) -> Statement:

@@ -41,6 +41,7 @@ from pyspark.sql import functions as F
 
 from coordinator.ids import ShardId, TargetId
 from shardmerge.errors import ShardMergeError
+from streaming.batch.new_keys import BUCKET, KeyMarks, Marks, key_space, spec_names
 from streaming.batch.plan import Planner, join_plan, release_frame
 from streaming.batch.row_fit import shard_columns
 from streaming.batch.rows import merge_source, no_ddl_sql, project_actions
@@ -129,8 +130,17 @@ class Writer:
     caught: list[Any]
     first: Any
     reread: DataFrame | None = None
+    # The targets' islands of keys (streaming.batch.new_keys): None, the append path is off
+    # (a group, a sink without appends, or ``sink.append_new_keys: false``).
+    marks: Marks | None = None
     cached: list[DataFrame] = field(default_factory=list)
     out: WriteOutcome = field(default_factory=WriteOutcome)
+    # Appends of provably new keys, written after the batch's other writes (their slots
+    # come last: streaming.storage.slots), and the targets whose islands are read then.
+    appends: list[tuple[TargetId, DataFrame, int]] = field(default_factory=list)
+    scans: list[tuple[TargetId, str, tuple[str, ...]]] = field(default_factory=list)
+    # Events of the batch per target (step 4's counts), for ``sink.append_min_rows``.
+    events_of: dict[TargetId, int] = field(default_factory=dict)
 
     @property
     def c(self) -> Any:  # the coordinator (coordinator.coordinator.Coordinator)
@@ -147,6 +157,11 @@ class Writer:
         summary aggregate over all of them (counts, rows ahead of a DDL, values that do not
         fit) before anything is written."""
         work = self.ex.work
+        routed = {seg.shard: seg.plan.route.target for seg in planner.segments}
+        for shard, n in self.first.rows.items():
+            to = routed.get(shard)
+            if to is not None:
+                self.events_of[to] = self.events_of.get(to, 0) + n
         plan = planner.frame(self.spark, work.truncates)
         fresh = self.follow_renames(
             join_plan(rows, plan, planner.moved).withColumn("_fate", F.expr(FATE))
@@ -496,6 +511,34 @@ class Writer:
             crash_point("before_stash_delete")
             keys = gone[0] if len(gone) == 1 else gone[0].unionByName(gone[1])
             self.stash.delete(keys, self.batch, delete_version)
+        if self.marks is not None:
+            self.append_new_keys()
+
+    def append_new_keys(self) -> None:
+        """The appends of provably new keys, each target's under a slot of its own taken
+        after the batch's other writes (whether or not it appends: slot numbers never
+        depend on the rows), then the islands of the targets that had none, read from
+        their tables now that the batch's writes are in (used from the next batch on, so
+        a batch run again splits as it did)."""
+        for target in self.write_order():
+            slot = self.next_version(f"{target}: APPEND")
+            for t, rows, n in self.appends:
+                if t != target:
+                    continue
+                schema = self.ex.schemas[target]
+                self.sink.append(target, rows, list(schema.column_names()), slot)
+                self.count_target_rows(target, {"appended": n})
+                crash_point("after_append")
+        assert self.marks is not None
+        for target, key, prefix in self.scans:
+            marks = KeyMarks(key, prefix)
+            for p, lo, hi in self.sink.key_ranges(target, key, list(prefix), BUCKET):
+                marks.add(p, [(lo, hi)])
+            self.marks.put(str(target), marks)
+            log.info(
+                "target %s: islands of keys read from the table (%d prefixes): new keys are "
+                "appended from the next batch on", target, len(marks.islands),
+            )  # fmt: skip
 
     def truncate(self, target: TargetId, version: int) -> None:
         """One DELETE of the downstream rows of every shard of ``target`` that ran
@@ -574,8 +617,127 @@ class Writer:
         src._jdf.queryExecution().executedPlan()  # analysis, optimization, planning
         self.out.plan_seconds += round(time.monotonic() - planning, 3)
         keys = list(schema.primary_key) or list(schema.column_names())
-        done = self.sink.merge(target, src, keys, list(schema.column_names()), version)
-        self.count_target_rows(target, done)
+        marks = self.key_marks(target)
+        if marks is None:
+            done = self.sink.merge(target, src, keys, list(schema.column_names()), version)
+            self.count_target_rows(target, done)
+            return
+        # The batch's winners split (streaming.batch.new_keys): a key outside every island
+        # of its prefix is not in the table; its upsert is appended, its delete is nothing.
+        split = self.split(src, marks).persist()
+        self.cached.append(split)
+        sides, ranges = self.measure(split, marks)
+        for p, found in ranges.items():
+            marks.add(p, found)
+        if sides["merge"]:
+            done = self.sink.merge(
+                target, split.filter("NOT _free").drop("_free"), keys,
+                list(schema.column_names()), version,
+            )  # fmt: skip
+            self.count_target_rows(target, done)
+        if sides["append"]:
+            rows = split.filter("_free AND _action <> 'd'").drop("_free")
+            self.appends.append((target, rows, sides["append"]))
+        if sides["absent"]:
+            # deletes of keys never written: the MERGE would have matched nothing
+            self.count_target_rows(target, {"absent_deletes": sides["absent"]})
+
+    def key_marks(self, target: TargetId) -> KeyMarks | None:
+        """The target's islands when this write splits its rows (the append path is on,
+        they are kept and still fit the key); else None, and the islands are dropped (a
+        write that does not grow them leaves them wrong), or, for a batch of at least
+        ``sink.append_min_rows`` events, read from the table once its writes are done."""
+        if self.marks is None:
+            return None
+        name = str(target)
+        schema = self.ex.schemas[target]
+        extract = self.c.extract_of(target)
+        space = key_space(schema, extract)
+        marks = self.marks.get(name)
+        if marks is not None and (
+            not marks.fits(schema, extract) or self.moved_keys(target, marks)
+        ):
+            log.info("target %s: its islands of keys are read again (key or rows moved)", name)
+            marks = None
+        if marks is not None:
+            return marks
+        self.marks.drop(name)
+        enough = self.events_of.get(target, 0) >= self.settings.sink.append_min_rows
+        if space is not None and enough:
+            self.scans.append((target, *space))
+        return None
+
+    def moved_keys(self, target: TargetId, marks: KeyMarks) -> bool:
+        """Whether the batch moved keys between prefixes or changed the key's columns: a
+        shard re-homed (its rows' extract values changed) while the key has a prefix, or
+        a downstream change that names a key column (dropped and added again, its values
+        are not the islands')."""
+        work = self.ex.work
+        if marks.prefix and any(d.target == target for d in work.renames):
+            return True
+        named = {marks.key.lower(), *(p.lower() for p in marks.prefix)}
+        altered = [spec for d in work.altered.get(target, []) for spec in d.specs]
+        return any(named & spec_names(spec) for spec in altered)
+
+    def split(self, src: DataFrame, marks: KeyMarks) -> DataFrame:
+        """``src`` (the winners) with ``_free``: the key is outside its prefix's islands."""
+        key = F.col(ident(marks.key)).cast("decimal(20,0)")
+        if not marks.prefix:
+            return src.withColumn("_free", F.expr(marks.free_sql(ident(marks.key))))
+        names = [f"_np{i}" for i in range(len(marks.prefix))]
+        columns = [*(f"{n} string" for n in names), "_nlo decimal(20,0)", "_nhi decimal(20,0)"]
+        bounds = local_frame(self.spark, marks.bounds_rows(), ", ".join(columns))
+        on = None
+        for n, p in zip(names, marks.prefix, strict=True):
+            same = F.col(ident(p)).cast("string").eqNullSafe(F.col(n))
+            on = same if on is None else on & same
+        free = key.isNotNull() & (
+            F.col("_nlo").isNull() | (key < F.col("_nlo")) | (key > F.col("_nhi"))
+        )
+        return (
+            src.join(F.broadcast(bounds), on, "left")
+            .withColumn("_free", free)
+            .drop(*names, "_nlo", "_nhi")
+        )
+
+    def measure(
+        self, split: DataFrame, marks: KeyMarks
+    ) -> tuple[dict[str, int], dict[tuple[str, ...], list[tuple[int, int]]]]:
+        """One small aggregate over the split winners: how many go to the MERGE, how many
+        are appended, how many are deletes of absent keys, and the ranges of the keys the
+        batch upserts, per prefix and bucket of :data:`BUCKET` keys (the islands grow by
+        them before anything is written)."""
+        key = f"CAST({ident(marks.key)} AS DECIMAL(20,0))"
+        prefix = [
+            F.col(ident(p)).cast("string").alias(f"_np{i}") for i, p in enumerate(marks.prefix)
+        ]
+        rows = (
+            split.groupBy(
+                *prefix,
+                F.col("_free"),
+                F.expr(f"CASE WHEN _action <> 'd' THEN {key} DIV {BUCKET} END").alias("_b"),
+            )
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.expr(f"min({key})").alias("lo"),
+                F.expr(f"max({key})").alias("hi"),
+            )
+            .collect()
+        )
+        sides = {"merge": 0, "append": 0, "absent": 0}
+        ranges: dict[tuple[str, ...], list[tuple[int, int]]] = {}
+        for r in rows:
+            upsert = r["_b"] is not None
+            if not r["_free"]:
+                sides["merge"] += r["n"]
+            elif upsert:
+                sides["append"] += r["n"]
+            else:
+                sides["absent"] += r["n"]
+            if upsert and r["lo"] is not None:
+                p = tuple(r[f"_np{i}"] for i in range(len(marks.prefix)))
+                ranges.setdefault(p, []).append((int(r["lo"]), int(r["hi"])))
+        return sides, ranges
 
     def merge_fast(
         self, target: TargetId, projected: Projection, version: int

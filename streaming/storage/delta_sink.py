@@ -403,6 +403,50 @@ class DeltaSink:
         done = _counts(result)
         return {k: done.get(f"num_{k}_rows", 0) for k in ("inserted", "updated", "deleted")}
 
+    def append(self, target: TargetId, rows: DataFrame, columns: list[str], version: int) -> None:
+        """Append ``rows`` (``columns`` of the target's schema, and ``_action``), rows whose
+        keys are not in the table (``streaming.batch.new_keys``), with transaction
+        ``(app_id, version)``: each value cast to its column's type in the table, as the
+        MERGE's INSERT would; a column of the table the rows do not name is NULL."""
+        path = self.locate(target)
+        have = {f.name.lower(): f for f in self.spark.read.format("delta").load(path).schema.fields}
+        out = [
+            F.col(ident(c)).cast(have[c.lower()].dataType).alias(have[c.lower()].name)
+            for c in columns
+            if c.lower() in have
+        ]
+        self.retrying(path, lambda: _append(rows.select(*out), path, self.app_id, version))
+
+    def key_ranges(
+        self, target: TargetId, key: str, prefix: list[str], bucket: int, limit: int = 100_000
+    ) -> list[tuple[tuple[str | None, ...], int, int]]:
+        """The keys the table holds, as ranges of column ``key`` per value of the
+        ``prefix`` columns (as text) and bucket of ``bucket`` keys: one aggregate over the
+        table. More than ``limit`` ranges: one range per prefix instead (coarser, never
+        narrower)."""
+        path = self.locate(target)
+        k = f"CAST({ident(key)} AS DECIMAL(20,0))"
+        cols = [f"CAST({ident(p)} AS STRING) AS _np{i}" for i, p in enumerate(prefix)]
+        group = [f"_np{i}" for i in range(len(prefix))]
+
+        def ranges(by_bucket: bool) -> list[Any]:
+            keys = [*group, "_b"] if by_bucket else group
+            select = ", ".join([*cols, f"{k} DIV {int(bucket)} AS _b" if by_bucket else "0 AS _b",
+                                f"min({k}) AS lo", f"max({k}) AS hi"])  # fmt: skip
+            sql = f"SELECT {select} FROM {self.table(path)} WHERE {k} IS NOT NULL"
+            if keys:
+                sql += " GROUP BY " + ", ".join(keys)
+            return self.spark.sql(sql + f" LIMIT {int(limit) + 1}").collect()
+
+        rows = ranges(True)
+        if len(rows) > limit:
+            rows = ranges(False)
+        return [
+            (tuple(r[g] for g in group), int(r["lo"]), int(r["hi"]))
+            for r in rows
+            if r["lo"] is not None
+        ]
+
     def truncate(self, target: TargetId, matches: list[Match], version: int) -> int:
         """One DELETE of the rows whose columns equal one of ``matches`` (a TRUNCATE's
         shard by its extract values; an empty match, every row); the rows deleted."""
@@ -452,6 +496,14 @@ class DeltaSink:
         extract values): one UPDATE; the rows changed, as Delta reports them (0 when the
         version was done already)."""
         return update(self.spark, self.app_id, self.locate(target), match, values, version, where)
+
+
+def _append(rows: DataFrame, path: str, app_id: str, version: int) -> DataFrame:
+    """Delta's append of ``rows`` with transaction ``(app_id, version)`` (skipped if done)."""
+    rows.write.format("delta").mode("append").option("txnAppId", app_id).option(
+        "txnVersion", version
+    ).save(path)
+    return rows
 
 
 def delete_where(

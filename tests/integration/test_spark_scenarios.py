@@ -7,6 +7,8 @@ sees the batches it would see alone, and each keeps its own test here."""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,9 +25,17 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 SCENARIOS = select(sorted((Path(__file__).parents[1] / "scenarios").rglob("*.yaml")), "spark")
 
 
+# Sink settings for every file, as JSON (scripts/append-check: the append path of new keys
+# taken from each target's second batch on, ``{"append_new_keys": true, "append_min_rows": 0}``).
+SINK_ENV = "SHARDMERGE_SCENARIO_SINK"
+
+
 @pytest.fixture(scope="module")
 def engine(kafka, spark, tmp_path_factory):
-    with SparkScenarioSession(tmp_path_factory.mktemp("scenarios"), broker=kafka) as session:
+    sink = json.loads(os.environ.get(SINK_ENV) or "{}")
+    with SparkScenarioSession(
+        tmp_path_factory.mktemp("scenarios"), broker=kafka, sink=sink
+    ) as session:
         yield session
 
 
