@@ -45,27 +45,23 @@ def _rows(spark: SparkSession, path: str) -> dict[int, dict[str, Any]]:
 def test_new_keys_are_appended_and_the_table_is_exact(
     spark: SparkSession, kafka: KafkaBroker, tmp_path: Path
 ) -> None:
-    from devkit.producer import DebeziumProducer
-    from devkit.workload import sharded_workload
+    from devkit.producer import DebeziumProducer, send_workload
+    from devkit.workload import Oracle, sharded_workload
     from streaming.job import build_query
 
     source = "append" + uuid.uuid4().hex[:8]
     producer = DebeziumProducer(kafka.bootstrap, source)
-    expected: dict[int, dict[str, Any]] = {}
-    for ev in sharded_workload(
-        SHARDS, ROWS, ddl_at={0.5: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)"}
-    ):
-        if ev.kind == "row":
-            producer.row(ev.db, ev.table, ev.op, ev.before, ev.after, ev.schema)  # type: ignore[arg-type]
-            if ev.op == "d":
-                assert ev.before is not None
-                expected.pop(ev.before["id"])
-            else:
-                assert ev.after is not None
-                expected[ev.after["id"]] = ev.after
-        else:
-            producer.ddl(ev.db, ev.table, ev.statement or "", ev.schema)
+    events = list(
+        sharded_workload(
+            SHARDS, ROWS, ddl_at={0.5: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)"}
+        )
+    )
+    oracle = Oracle()
+    for ev in events:
+        oracle.take(ev)
+    send_workload(producer, events)
     producer.flush()
+    expected = oracle.rows
 
     settings = Settings(
         kafka=KafkaSettings(bootstrap=kafka.bootstrap, max_offsets_per_trigger=450),
