@@ -162,6 +162,7 @@ class Writer:
             to = routed.get(shard)
             if to is not None:
                 self.events_of[to] = self.events_of.get(to, 0) + n
+        self.forget_moved_keys()
         plan = planner.frame(self.spark, work.truncates)
         fresh = self.follow_renames(
             join_plan(rows, plan, planner.moved).withColumn("_fate", F.expr(FATE))
@@ -650,22 +651,31 @@ class Writer:
         if self.marks is None:
             return None
         name = str(target)
-        schema = self.ex.schemas[target]
-        extract = self.c.extract_of(target)
-        space = key_space(schema, extract)
         marks = self.marks.get(name)
-        if marks is not None and (
-            not marks.fits(schema, extract) or self.moved_keys(target, marks)
-        ):
-            log.info("target %s: its islands of keys are read again (key or rows moved)", name)
-            marks = None
         if marks is not None:
-            return marks
-        self.marks.drop(name)
+            return marks  # still fit: forget_moved_keys dropped the others
+        space = key_space(self.ex.schemas[target], self.c.extract_of(target))
         enough = self.events_of.get(target, 0) >= self.settings.sink.append_min_rows
         if space is not None and enough:
             self.scans.append((target, *space))
         return None
+
+    def forget_moved_keys(self) -> None:
+        """Before anything is written: the islands of every target whose key changed or
+        whose keys moved between prefixes in this batch are dropped, whether or not the
+        batch has rows of it (read again after a later batch's writes)."""
+        if self.marks is None:
+            return
+        for name, marks in list(self.marks.targets.items()):
+            target = TargetId.parse(name)
+            schema = self.ex.schemas.get(target)
+            if (
+                schema is None
+                or not marks.fits(schema, self.c.extract_of(target))
+                or self.moved_keys(target, marks)
+            ):
+                log.info("target %s: its islands of keys are dropped (its key or rows moved)", name)
+                self.marks.drop(name)
 
     def moved_keys(self, target: TargetId, marks: KeyMarks) -> bool:
         """Whether the batch moved keys between prefixes or changed the key's columns: a

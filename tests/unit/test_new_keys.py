@@ -119,3 +119,41 @@ def test_spec_names_are_the_columns_an_alter_can_change():
     assert spec_names(ChangeColumn("Id", col)) == {"id", "a"}
     assert spec_names(RenameColumn("id", "order_id")) == {"id", "order_id"}
     assert spec_names(object()) == set()
+
+
+def test_islands_are_dropped_when_keys_move_or_the_key_changes_in_the_batch():
+    """Whether or not the batch has rows of the target (streaming.batch.writer)."""
+    from types import SimpleNamespace
+
+    from coordinator.decisions import ApplyDDL
+    from coordinator.ids import TargetId
+    from streaming.batch.executor import RowWork
+    from streaming.batch.writer import Writer
+
+    keyed = _schema("CREATE TABLE t (id INT, _db VARCHAR(64), a INT, PRIMARY KEY (_db, id))")
+    plain = _schema("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
+    targets = {TargetId.parse(f"shop.t{i}"): keyed if i < 2 else plain for i in range(5)}
+    extract = {t: Extract(db_column="_db") if s is keyed else Extract() for t, s in targets.items()}
+    work = RowWork()
+    t0, _t1, t2, t3, t4 = targets  # t1: nothing happened to it (kept)
+    # t0: a shard re-homed while the key has a prefix; t2: re-homed, no prefix (kept)
+    for t in (t0, t2):
+        work.renames.append(SimpleNamespace(target=t))  # type: ignore[arg-type]
+    # t3: an ALTER names the key column; t4: one that does not (kept)
+    col = plain.column("a")
+    assert col is not None
+    work.altered[t3] = [ApplyDDL(t3, (DropColumn("id"),), plain, "ALTER ...", "r")]
+    work.altered[t4] = [ApplyDDL(t4, (ModifyColumn(col),), plain, "ALTER ...", "r")]
+    marks = Marks()
+    for t, s in targets.items():
+        space = key_space(s, extract[t])
+        assert space is not None
+        marks.put(str(t), KeyMarks(*space, {(): [(1, 5)]}))
+    marks.put("shop.gone", KeyMarks("id", ()))  # a target the settings no longer have
+    coordinator = SimpleNamespace(extract_of=lambda t: extract[t])
+    w = Writer(
+        None, SimpleNamespace(c=coordinator), SimpleNamespace(schemas=targets, work=work),
+        None, None, None, "app", None, 0, None, [], [], None, None, marks,
+    )  # fmt: skip
+    w.forget_moved_keys()
+    assert sorted(marks.targets) == ["shop.t1", "shop.t2", "shop.t4"]
