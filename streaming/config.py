@@ -321,6 +321,13 @@ class OpsSettings(_Frozen):
         "it) and writes it to this local file, mode 0600; default "
         "~/.shardmerge/ops-token-<port> (env SHARDMERGE__OPS__GENERATED_TOKEN_FILE)",
     )
+    shard_metrics: bool = Field(
+        False,
+        description="per-shard and per-topic-partition series (held and waiting shards, "
+        "Kafka lag per partition) besides the per-target ones; off, a scrape stays bounded "
+        "by the number of targets however many shards there are "
+        "(env SHARDMERGE__OPS__SHARD_METRICS)",
+    )
     # Connections are cheap to hold and free to open, and the server must keep answering
     # however many are held (docs/operations.md, "Security"): a deadline for each request,
     # a cap sized for idle sockets and a cap per remote address.
@@ -486,6 +493,14 @@ class Settings(_Frozen):
         ge=1,
         description="every this many batches the stash is compacted (OPTIMIZE) and its "
         "unreferenced files removed (VACUUM)",
+    )
+    one_driver_check: bool = Field(
+        True,
+        description="each run claims an epoch of the checkpoint and a run that finds a newer "
+        "one stops (streaming/storage/epochs.py); a run that cannot claim one does not "
+        "start. false: no claim and no check, for a checkpoint store that refuses "
+        "conditional creates (an S3-compatible server without If-None-Match); two runs on "
+        "one checkpoint then go unnoticed (env SHARDMERGE__ONE_DRIVER_CHECK)",
     )
     ddl_grace_ms: int = Field(
         1_000,

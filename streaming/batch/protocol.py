@@ -144,7 +144,16 @@ class BatchProcessor:
         self.caught_up = CaughtUp(spark, settings)
         self.topic_ids = TopicIds(spark, settings)
         # One run writes per checkpoint: a newer run's epoch stops this one (step 1).
-        self.epochs = Epochs.claim(settings.checkpoint, spark, app_id=self.app_id)
+        self.epochs = (
+            Epochs.claim(settings.checkpoint, spark, app_id=self.app_id)
+            if settings.one_driver_check
+            else Epochs(None, None, settings.checkpoint)
+        )
+        if not settings.one_driver_check:
+            log.warning(
+                "one_driver_check is off: a second run of this job on checkpoint %s would "
+                "not be noticed", settings.checkpoint,
+            )  # fmt: skip
         # Alone, or one of several jobs writing the same targets (streaming.batch.coordination).
         self.saved: dict[str, Any] | None = None  # the state the batch restored
         if coordination is None:

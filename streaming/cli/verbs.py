@@ -70,14 +70,21 @@ def _locks(args: argparse.Namespace) -> int:
         return 0
     print(f"after batch {batch}:")
     print(f"{'target':24} {'mode':12} {'stage':9} {'shards':>6}  held shards / pending DDL")
+    shown = args.shards or None  # 0: every shard
     for lock in data["locks"]:
         # Names, statements and messages come from upstream: escaped (shardmerge.printable).
+        blocked = lock["blocked"][:shown]
+        more = len(lock["blocked"]) - len(blocked)
         print(
             f"{p(lock['target']):24} {lock['mode']:12} {lock['stage']:9} {lock['shards']:>6}  "
-            + (", ".join(p(s) for s in lock["blocked"]) or "-")
-        )
-        for pending in lock["pending_ddl"]:
+            + (", ".join(p(s) for s in blocked) or "-")
+            + (f" and {more} more held ({len(lock['blocked'])} in all; --shards 0 lists "
+               "them)" if more else "")
+        )  # fmt: skip
+        for pending in lock["pending_ddl"][:shown]:
             print(f"{'':55}{p(pending['shard'])}: {p(pending['sql'])}")
+        if shown is not None and len(lock["pending_ddl"]) > shown:
+            print(f"{'':55}... {len(lock['pending_ddl']) - shown} more pending statements")
         if lock.get("conflict"):
             print(f"{'':55}conflict: {p(lock['conflict'])}")
         for note in policies.get(lock["target"], [])[-POLICY_SHOWN:]:
@@ -441,6 +448,14 @@ def add_job_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     locks = verbs.add_parser("locks", help="show each target's lock: stage, held shards, DDL")
     locks.add_argument("--config", required=True)
     locks.add_argument("--json", action="store_true", help="machine-readable output")
+    locks.add_argument(
+        "--shards",
+        type=int,
+        default=20,
+        metavar="N",
+        help="held shards and pending statements listed per target (default 20; 0: all; "
+        "--json always has all)",
+    )
     locks.set_defaults(func=_locks)
 
     unlock = verbs.add_parser(

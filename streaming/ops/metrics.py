@@ -4,8 +4,9 @@ One collector builds every family at scrape time from the observer, the persiste
 coordinator state and Spark's last query progress: a scrape starts no Spark job and
 takes no lock a batch waits on for longer than a copy. Names follow Prometheus' rules:
 the ``shardmerge_`` prefix, ``_total`` for counters, units in names, and labels that stay
-bounded (target, shard, topic, partition, and small fixed sets: stage, step, kind,
-action, reason class). docs/operations.md lists every metric.
+bounded (target, and small fixed sets: stage, step, kind, action, reason class; shard,
+topic and partition only with ``ops.shard_metrics``). docs/operations.md lists every
+metric.
 """
 
 from __future__ import annotations
@@ -34,8 +35,13 @@ ROW_ACTIONS = {"written": "written", "held": "held", "replayed": "replayed", "dr
 
 
 class JobCollector(Collector):
-    def __init__(self, views: Views) -> None:
+    """Every family at scrape time. Series per shard or per topic-partition (held and
+    waiting shards, Kafka lag) only with ``per_shard``; otherwise per target (rows summed,
+    the oldest time), so a scrape of 4,096 shards is as large as one of 16."""
+
+    def __init__(self, views: Views, per_shard: bool = False) -> None:
         self.views = views
+        self.per_shard = per_shard
 
     def collect(self) -> Iterator[Metric]:
         snap = self.views.observer.snapshot()
@@ -71,15 +77,18 @@ class JobCollector(Collector):
             "shards that ran the lock's DDL (pessimistic) or have the joined schema",
             labels=["target"],
         )
+        shard = ["shard"] if self.per_shard else []
         held_rows = GaugeMetricFamily(
             "shardmerge_held_rows",
-            "rows of a shard waiting in the stash (counted after a batch)",
-            labels=["target", "shard"],
+            "rows of held shards waiting in the stash (counted after a batch); per target, "
+            "per shard with ops.shard_metrics",
+            labels=["target", *shard],
         )
         held_since = GaugeMetricFamily(
             "shardmerge_held_since_timestamp_seconds",
-            "commit time of the event a held shard waits from",
-            labels=["target", "shard"],
+            "commit time of the event a held shard waits from; per target the oldest, per "
+            "shard with ops.shard_metrics",
+            labels=["target", *shard],
         )
         for t in locks["targets"]:
             name = t["target"]
@@ -89,10 +98,16 @@ class JobCollector(Collector):
             held.add_metric([name], len(t["held"]))
             pending.add_metric([name], sum(len(h["pending_ddl"]) for h in t["held"]))
             synced.add_metric([name], t["rollout"]["done"])
-            for h in t["held"]:
-                held_rows.add_metric([name, h["shard"]], h["held_rows"])
-                if h["since"] is not None:
-                    held_since.add_metric([name, h["shard"]], h["since"])
+            if self.per_shard:
+                for h in t["held"]:
+                    held_rows.add_metric([name, h["shard"]], h["held_rows"])
+                    if h["since"] is not None:
+                        held_since.add_metric([name, h["shard"]], h["since"])
+            elif t["held"]:
+                held_rows.add_metric([name], sum(h["held_rows"] for h in t["held"]))
+                since = [h["since"] for h in t["held"] if h["since"] is not None]
+                if since:
+                    held_since.add_metric([name], min(since))
         yield from (stage, shards, held, pending, synced, held_rows, held_since)
         waiting_shards = GaugeMetricFamily(
             "shardmerge_waiting_shards",
@@ -103,23 +118,31 @@ class JobCollector(Collector):
         )
         waiting_rows = GaugeMetricFamily(
             "shardmerge_waiting_rows",
-            "rows of such a shard in the stash (counted after a batch)",
-            labels=["target", "shard", "kind"],
+            "rows of such shards in the stash (counted after a batch); per target and kind, "
+            "per shard with ops.shard_metrics",
+            labels=["target", *shard, "kind"],
         )
         waiting_since = GaugeMetricFamily(
             "shardmerge_waiting_since_timestamp_seconds",
-            "commit time of the first row such a shard waits from",
-            labels=["target", "shard", "kind"],
+            "commit time of the first row such a shard waits from; per target and kind the "
+            "oldest, per shard with ops.shard_metrics",
+            labels=["target", *shard, "kind"],
         )
-        per_kind: dict[tuple[str, str], int] = {}
+        per_kind: dict[tuple[str, str], list[Any]] = {}
         for w in locks["waiting"]:
             key = (w["target"], w["kind"])
-            per_kind[key] = per_kind.get(key, 0) + 1
-            waiting_rows.add_metric([w["target"], w["shard"], w["kind"]], w["rows"])
-            if w["since"] is not None:
-                waiting_since.add_metric([w["target"], w["shard"], w["kind"]], w["since"])
-        for (target, kind), n in sorted(per_kind.items()):
-            waiting_shards.add_metric([target, kind], n)
+            per_kind.setdefault(key, []).append(w)
+            if self.per_shard:
+                waiting_rows.add_metric([w["target"], w["shard"], w["kind"]], w["rows"])
+                if w["since"] is not None:
+                    waiting_since.add_metric([w["target"], w["shard"], w["kind"]], w["since"])
+        for (target, kind), shards_waiting in sorted(per_kind.items()):
+            waiting_shards.add_metric([target, kind], len(shards_waiting))
+            if not self.per_shard:
+                waiting_rows.add_metric([target, kind], sum(w["rows"] for w in shards_waiting))
+                since = [w["since"] for w in shards_waiting if w["since"] is not None]
+                if since:
+                    waiting_since.add_metric([target, kind], min(since))
         yield from (waiting_shards, waiting_rows, waiting_since)
         policy = CounterMetricFamily(
             "shardmerge_ddl_policy",
@@ -323,14 +346,16 @@ class JobCollector(Collector):
     def _progress(self) -> Iterator[Metric]:
         recent = self.views.recent_progress()
         last = recent[-1] if recent else None
-        lag = GaugeMetricFamily(
-            "shardmerge_kafka_lag_records",
-            "records of a topic-partition behind the latest offset at the last trigger",
-            labels=["topic", "partition"],
-        )
-        for (topic, part), n in sorted(lag_by_partition(last).items()):
-            lag.add_metric([topic, str(part)], n)
-        yield lag
+        if self.per_shard:
+            lag = GaugeMetricFamily(
+                "shardmerge_kafka_lag_records",
+                "records of a topic-partition behind the latest offset at the last trigger "
+                "(ops.shard_metrics)",
+                labels=["topic", "partition"],
+            )
+            for (topic, part), n in sorted(lag_by_partition(last).items()):
+                lag.add_metric([topic, str(part)], n)
+            yield lag
         per_target = GaugeMetricFamily(
             "shardmerge_target_lag_records",
             "records behind the latest offset at the last trigger, per target (topics that "
@@ -422,7 +447,9 @@ def _count(snap: dict[str, Any]) -> int:
     return h.count if h is not None else len(snap["history"])
 
 
-def registry_for(views: Views) -> CollectorRegistry:
+def registry_for(views: Views, per_shard: bool = False) -> CollectorRegistry:
+    """The job's metrics; ``per_shard`` (``ops.shard_metrics``): the per-shard and
+    per-topic-partition series too."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(JobCollector(views))
+    registry.register(JobCollector(views, per_shard))
     return registry

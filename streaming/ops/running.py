@@ -49,7 +49,8 @@ def start_ops(
     views = Views(settings, processor.store, processor.observer, query, counts)
     views.member = processor.group
     try:
-        server = OpsServer(ops or settings.ops, views, registry_for(views)).start()
+        ops = ops or settings.ops
+        server = OpsServer(ops, views, registry_for(views, ops.shard_metrics)).start()
     except OSError:
         counts.stop()
         raise

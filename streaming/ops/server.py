@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable
 from http import HTTPStatus
 from importlib import resources
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import CollectorRegistry
@@ -90,6 +90,45 @@ class ApiError(Exception):
         super().__init__(message)
         self.status = status
         self.headers = headers
+
+
+def page_held(locks: dict[str, Any], query: str) -> dict[str, Any]:
+    """``/api/locks`` with each target's held shards counted (``held_count``,
+    ``held_rows``: every held shard) and, with ``held=N`` (and ``offset=M``) in the query,
+    only N of them listed from the M-th: the dashboard asks for a page, so 4,096 held shards
+    do not travel on every refresh; ``shard_schemas`` then holds at most N shards, those
+    that differ from the joined schema first (``shard_schemas_count``: all). A parameter
+    that is not a whole number >= 0 is a 400 that names it."""
+    params = parse_qs(query, keep_blank_values=True)
+    limits: dict[str, int | None] = {"held": None, "offset": 0}
+    for name in params:
+        if name not in limits:
+            raise ApiError(
+                HTTPStatus.BAD_REQUEST, f"/api/locks takes held and offset, not {name!r}"
+            )
+    for name in limits:
+        if name in params:
+            text = params[name][-1]
+            if not text.isdigit():
+                raise ApiError(
+                    HTTPStatus.BAD_REQUEST, f"{name} must be a whole number >= 0, not {text!r}"
+                )
+            limits[name] = int(text)
+    start, limit = limits["offset"] or 0, limits["held"]
+    targets = []
+    for t in locks["targets"]:
+        held, schemas = t["held"], t["shard_schemas"]
+        if limit is not None:
+            # the shards that differ from the joined schema (or are held) first
+            schemas = sorted(schemas, key=lambda s: not (
+                s["held"] or s["missing"] or s["extra"] or s["retyped"]))[:limit]  # fmt: skip
+        shown = held[start:] if limit is None else held[start : start + limit]
+        targets.append(
+            {**t, "held": shown, "held_count": len(held),
+             "held_rows": sum(h["held_rows"] for h in held),
+             "shard_schemas": schemas, "shard_schemas_count": len(t["shard_schemas"])}
+        )  # fmt: skip
+    return {**locks, "targets": targets}
 
 
 def command_from_json(body: dict[str, Any]) -> OperatorCommand:
@@ -234,7 +273,7 @@ class OpsServer:
             return self.static(path)
         self.authorize(environ, method)
         if method == "GET":
-            return self.cached(path)
+            return self.cached(path, environ.get("QUERY_STRING") or "")
         return self.post(environ, path)
 
     def _loopback_host(self, environ: dict[str, Any]) -> None:
@@ -263,20 +302,21 @@ class OpsServer:
         data = resources.files("streaming.ops").joinpath("dashboard", name).read_bytes()
         return HTTPStatus.OK, STATIC[name], data
 
-    def cached(self, path: str) -> Answer:
-        """A GET's answer, computed at most once a second per path (many open dashboards
-        and a scraper cost the driver one computation)."""
+    def cached(self, path: str, query: str = "") -> Answer:
+        """A GET's answer, computed at most once a second per path and query (many open
+        dashboards and a scraper cost the driver one computation)."""
         now = time.monotonic()
+        key = f"{path}?{query}"
         with self._cache_lock:
-            hit = self._cache.get(path)
+            hit = self._cache.get(key)
             if hit is not None and now - hit[0] < CACHE_S:
                 return hit[1]
-        answer = self.get(path)
+        answer = self.get(path, query)
         with self._cache_lock:
-            self._cache[path] = (now, answer)
+            self._cache[key] = (now, answer)
         return answer
 
-    def get(self, path: str) -> Answer:
+    def get(self, path: str, query: str = "") -> Answer:
         if path == "/metrics":
             return HTTPStatus.OK, CONTENT_TYPE_LATEST, generate_latest(self.registry)
         which = path[len("/api/") :] if path.startswith("/api/") else None
@@ -286,6 +326,8 @@ class OpsServer:
                 view = {"waiting": self.views.store.inbox()}
             else:
                 view = getattr(self.views, which.replace("-", "_"))()
+            if which == "locks":
+                view = page_held(view, query)
             return HTTPStatus.OK, "application/json", json.dumps(view, default=str).encode()
         raise ApiError(HTTPStatus.NOT_FOUND, f"no such page {path!r}")
 

@@ -14,7 +14,10 @@ older one was writing is run again by it from the same offsets (exactly once as 
 Where the checkpoint's filesystem offers no create-if-absent the job trusts (``gs://``,
 for one), epochs are off and the job logs once that a second driver would not be noticed.
 A claim that fails (a store error) is tried again, :data:`CLAIM_ATTEMPTS` times with
-backoff; one that still fails leaves epochs off for the run, logged. Each claim removes
+backoff; one that still fails stops the run before its first batch (:class:`Unclaimed`:
+the job is not run unguarded because its store was away for a moment; a scheduler or the
+operator starts it again). A store that never takes a conditional create (some
+S3-compatible servers) needs ``one_driver_check: false``, said in the error. Each claim removes
 all but the newest :data:`KEEP` epochs, so the folder every batch lists stays small
 however often the job restarts (only the newest number matters to the check).
 """
@@ -31,7 +34,7 @@ from shardmerge.errors import ShardMergeError
 from streaming.fs.hadoop import join
 from streaming.storage.group_store import GroupStore, GroupStoreError, group_store
 
-__all__ = ["FOLDER", "Epochs", "Superseded"]
+__all__ = ["FOLDER", "Epochs", "Superseded", "Unclaimed"]
 
 log = logging.getLogger("shardmerge.epochs")
 
@@ -43,6 +46,11 @@ CLAIM_BACKOFF_S = 1.0  # then 2 s
 
 class Superseded(ShardMergeError):
     """A newer run of the job claimed the checkpoint: this run stops (permanent)."""
+
+
+class Unclaimed(ShardMergeError):
+    """This run could not claim an epoch of its checkpoint: it does not start (a second
+    run on the checkpoint would go unnoticed)."""
 
 
 class Epochs:
@@ -86,15 +94,16 @@ class Epochs:
                     )  # fmt: skip
                     time.sleep(CLAIM_BACKOFF_S * 2 ** (attempt - 1))
                     continue
-                # A store that refuses the conditional create (an S3-compatible server
-                # that does not take If-None-Match), or down for longer: the run goes on,
-                # and says what it cannot see.
-                log.warning(
-                    "checkpoint %s: could not claim an epoch in %d attempts (%s); a second "
-                    "run of this job on it would not be noticed",
-                    checkpoint, CLAIM_ATTEMPTS, why,
-                )  # fmt: skip
-                return cls(None, None, checkpoint)
+                # Down for longer, or a store that refuses the conditional create (an
+                # S3-compatible server that does not take If-None-Match): the run does not
+                # start unguarded; the error says how to run without the check.
+                raise Unclaimed(
+                    f"checkpoint {checkpoint}: could not claim an epoch in {CLAIM_ATTEMPTS} "
+                    f"attempts ({why}), so a second run of this job on the checkpoint would "
+                    "not be noticed: this run does not start. Start it again once the store "
+                    "answers; if the store never takes a conditional create (an S3-compatible "
+                    "server without If-None-Match), set one_driver_check: false"
+                ) from e
         log.info("checkpoint %s: this run is epoch %d", checkpoint, epoch)
         try:
             pruned = store.prune(FOLDER, KEEP)

@@ -180,7 +180,11 @@ def test_rollout_skip_and_metrics_in_a_real_browser(
             "sink": {"path": str(tmp_path / "lake")},
             "checkpoint": str(tmp_path / "checkpoint"),
             "trigger_interval": "1 second",
-            "ops": {"port": 0, "generated_token_file": str(tmp_path / "ops-token")},
+            "ops": {
+                "port": 0,
+                "generated_token_file": str(tmp_path / "ops-token"),
+                "shard_metrics": True,
+            },
         }
     )
     query, processor = build_query(spark, settings)

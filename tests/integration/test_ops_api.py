@@ -90,7 +90,7 @@ def serve(tmp_path: Path, spark):
         store = StateStore(spark, s.checkpoint)
         job_state(store, s, observer)
         views = Views(s, store, observer)
-        server = OpsServer(s.ops, views, registry_for(views)).start()
+        server = OpsServer(s.ops, views, registry_for(views, s.ops.shard_metrics)).start()
         servers.append(server)
         return server, s, observer
 
@@ -146,6 +146,31 @@ def test_locks_show_the_rollout_held_shards_and_each_shards_difference(serve):
     assert (w["target"], w["shard"], w["kind"]) == ("shop.orders", str(LATE), "before_create")
     assert w["since"] == pytest.approx(1_699_999_999.0) and "CREATE TABLE" in w["reason"]
     assert w["rows"] == 0  # no stash counts in this test (tests/integration/test_dashboard.py)
+    assert (t["held_count"], t["held_rows"]) == (2, 0)
+
+
+@pytest.mark.spark
+def test_locks_page_their_held_shards_on_demand(serve):
+    server, _, _ = serve()
+
+    def held(query: str) -> tuple[list[str], int]:
+        status, _, raw = call(server, "GET", f"/api/locks?{query}")
+        assert status == 200, raw
+        (t,) = json.loads(raw)["targets"]
+        return [h["shard"] for h in t["held"]], t["held_count"]
+
+    assert held("held=1") == (["s1.shop.orders_0"], 2)
+    assert held("held=1&offset=1") == (["s1.shop.orders_1"], 2)
+    assert held("held=0") == ([], 2)
+    status, _, raw = call(server, "GET", "/api/locks?held=2")
+    (t,) = json.loads(raw)["targets"]
+    # the held shards differ from the joined schema: they come first
+    assert [s["shard"] for s in t["shard_schemas"]] == ["s1.shop.orders_0", "s1.shop.orders_1"]
+    assert t["shard_schemas_count"] == 4
+    assert held("offset=5") == ([], 2)
+    for bad in ("held=-1", "held=x", "offset=1.5", "page=2"):
+        status, _, raw = call(server, "GET", f"/api/locks?{bad}")
+        assert status == 400 and bad.split("=")[0] in json.loads(raw)["error"], (bad, raw)
 
 
 @pytest.mark.spark
@@ -283,9 +308,7 @@ def test_no_cors_headers_ever(serve):
         assert not [h for h in headers if h.lower().startswith("access-control-")]
 
 
-@pytest.mark.spark
-def test_metrics_parse_and_match_the_jobs_state(serve):
-    server, _, _ = serve()
+def _samples(server: OpsServer) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     status, headers, raw = call(server, "GET", "/metrics")
     assert status == 200 and headers["Content-Type"].startswith("text/plain")
     samples = {}
@@ -293,6 +316,34 @@ def test_metrics_parse_and_match_the_jobs_state(serve):
         assert family.name.startswith("shardmerge_"), family.name
         for sample in family.samples:
             samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+@pytest.mark.spark
+def test_metrics_are_per_target_unless_shard_metrics_are_asked_for(serve):
+    samples = _samples(serve()[0])
+    names = {name for name, _ in samples}
+    labels = {k for _, labels in samples for k, _ in labels}
+    assert "shard" not in labels and "partition" not in labels
+    assert "shardmerge_kafka_lag_records" not in names
+    target = (("target", "shop.orders"),)
+    # two held shards: the oldest time, the rows summed
+    assert samples[("shardmerge_held_since_timestamp_seconds", target)] == pytest.approx(
+        1_700_000_000.0
+    )
+    assert samples[("shardmerge_held_rows", target)] == 0
+    waiting = (("kind", "before_create"), ("target", "shop.orders"))
+    assert samples[("shardmerge_waiting_since_timestamp_seconds", waiting)] == pytest.approx(
+        1_699_999_999.0
+    )
+    assert samples[("shardmerge_waiting_rows", waiting)] == 0
+    assert samples[("shardmerge_waiting_shards", waiting)] == 1
+
+
+@pytest.mark.spark
+def test_metrics_parse_and_match_the_jobs_state(serve):
+    server, _, _ = serve(shard_metrics=True)
+    samples = _samples(server)
     target = (("target", "shop.orders"),)
     stage = {
         st: samples[

@@ -186,3 +186,31 @@ def test_move_show_and_abort_against_a_saved_state(
     command = command_of(queued)
     assert command.words() == "move switch m1 --frozen s3=bin.000003:120 --switched bin.000007:4"
     assert (command.frozen, command.switched) == ((("s3", ("bin.000003", 120)),), ("bin.000007", 4))
+
+
+def test_locks_lists_a_page_of_held_shards_and_counts_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At thousands of held shards: 20 per target by default, the rest counted;
+    ``--shards 0`` lists every one; ``--json`` always has all."""
+    import json
+
+    checkpoint = (tmp_path / "ck").as_uri()
+    config = tmp_path / "job.yaml"
+    config.write_text(CONFIG.format(checkpoint=checkpoint))
+    blocked = [f"s1.db_{i // 16}.orders_{i % 16}" for i in range(100)]
+    lock = {"target": "shop.orders", "mode": "pessimistic", "stage": "waiting", "shards": 200,
+            "blocked": blocked, "conflict": None, "columns": {},
+            "pending_ddl": [{"shard": s, "sql": "ALTER TABLE t ADD c INT"} for s in blocked]}  # fmt: skip
+    StateStore(None, checkpoint).save(3, {"batch": 3, "locks": [lock], "stats": {}})
+    assert main(["locks", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    # the 20th shard, then the count of the rest; not the 21st
+    assert "s1.db_1.orders_3 and 80 more held (100 in all; --shards 0 lists them)" in out
+    assert "s1.db_1.orders_4" not in out
+    assert "... 80 more pending statements" in out
+    assert main(["locks", "--config", str(config), "--shards", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "s1.db_6.orders_3" in out and "more held" not in out
+    assert main(["locks", "--config", str(config), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["locks"][0]["blocked"]) == 100

@@ -133,15 +133,20 @@ function stackedBars(box, batches) {
   legend(box, Object.entries(STEP_COLORS));
 }
 
+// Held shards listed per target; the rest are counted (4,096 held shards would otherwise
+// travel on every refresh).
+const HELD_PAGE = 100;
+
 // --- sections ----------------------------------------------------------------------
 
 function renderOverview(p, locks, dead) {
   const last = p.spark[p.spark.length - 1] || {};
   const lastBatch = p.batches[p.batches.length - 1];
   const lag = p.lag.reduce((a, r) => a + r.records, 0);
-  const held = locks.targets.reduce((a, t) => a + t.held.length, 0);
+  // every held shard, counted by the API: the page lists only the first HELD_PAGE
+  const held = locks.targets.reduce((a, t) => a + t.held_count, 0);
   const waitingRows = locks.waiting.reduce((a, w) => a + w.rows, 0)
-    + locks.targets.reduce((a, t) => a + t.held.reduce((b, h) => b + h.held_rows, 0), 0);
+    + locks.targets.reduce((a, t) => a + t.held_rows, 0);
   const deadTotal = Object.values(dead.by_reason).reduce((a, v) => a + v, 0);
   const tiles = [
     ["last batch", lastBatch ? `#${lastBatch.batch}` : (locks.batch ?? "–")],
@@ -218,6 +223,9 @@ function renderTarget(t) {
         actionButton(t.target, h.shard, "replace", "run other statements instead"))));
     card.append(el("table", {}, el("thead", {}, el("tr", {}, ...["held shard", "pending DDL", "held rows", "since", "note", "actions"].map((x) => el("th", { text: x })))),
       el("tbody", {}, ...rows)));
+    if (t.held_count > t.held.length) {
+      card.append(el("p", { class: "more-held", text: `and ${fmt(t.held_count - t.held.length)} more held shards (${fmt(t.held_count)} in all): \`shardmerge locks\` lists them, /api/locks?held=N&offset=M pages them` }));
+    }
   } else {
     card.append(el("p", { class: "empty", text: "no shard held" }));
   }
@@ -266,6 +274,9 @@ function renderSchemas(t) {
     return el("tr", { "data-schema-shard": s.shard }, el("td", {}, el("code", { text: s.shard })), el("td", { text: s.held ? "held" : "" }), el("td", {}, ...diff));
   });
   d.append(el("table", {}, el("thead", {}, el("tr", {}, el("th", { text: "shard" }), el("th", { text: "" }), el("th", { text: "difference from the joined schema" }))), el("tbody", {}, ...rows)));
+  if (t.shard_schemas_count > t.shard_schemas.length) {
+    d.append(el("p", { class: "more-held", text: `${fmt(t.shard_schemas_count - t.shard_schemas.length)} more shards not listed (those that differ come first)` }));
+  }
   return d;
 }
 
@@ -373,7 +384,7 @@ function setStatus(text, bad) {
 
 async function refresh() {
   try {
-    const [p, locks, dead, moves, group] = await Promise.all([getJSON("/api/progress"), getJSON("/api/locks"), getJSON("/api/dead-letters"), getJSON("/api/moves"), getJSON("/api/group")]);
+    const [p, locks, dead, moves, group] = await Promise.all([getJSON("/api/progress"), getJSON(`/api/locks?held=${HELD_PAGE}`), getJSON("/api/dead-letters"), getJSON("/api/moves"), getJSON("/api/group")]);
     renderOverview(p, locks, dead);
     renderLocks(locks);
     renderMoves(moves);
