@@ -409,7 +409,7 @@ def test_ddl_kinds_are_a_bounded_set():
 
 @pytest.mark.spark
 def test_every_served_metric_is_documented_and_every_documented_one_served(serve):
-    server, _, _ = serve()
+    server, _, _ = serve(shard_metrics=True)  # every family, the per-shard ones too
     served = {
         (f.name + "_total" if f.type == "counter" else f.name, f.type)
         for f in text_string_to_metric_families(call(server, "GET", "/metrics")[2].decode())
