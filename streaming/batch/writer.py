@@ -137,7 +137,7 @@ class Writer:
     out: WriteOutcome = field(default_factory=WriteOutcome)
     # Appends of provably new keys, written after the batch's other writes (their slots
     # come last: streaming.storage.slots), and the targets whose islands are read then.
-    appends: list[tuple[TargetId, DataFrame, int]] = field(default_factory=list)
+    appends: dict[TargetId, tuple[DataFrame, int]] = field(default_factory=dict)
     scans: list[tuple[TargetId, str, tuple[str, ...]]] = field(default_factory=list)
     # Events of the batch per target (step 4's counts), for ``sink.append_min_rows``.
     events_of: dict[TargetId, int] = field(default_factory=dict)
@@ -523,9 +523,8 @@ class Writer:
         a batch run again splits as it did)."""
         for target in self.write_order():
             slot = self.next_version(f"{target}: APPEND")
-            for t, rows, n in self.appends:
-                if t != target:
-                    continue
+            if target in self.appends:  # one write per target: one split per target
+                rows, n = self.appends[target]
                 schema = self.ex.schemas[target]
                 self.sink.append(target, rows, list(schema.column_names()), slot)
                 self.count_target_rows(target, {"appended": n})
@@ -647,7 +646,7 @@ class Writer:
             self.count_target_rows(target, done)
         if sides["append"]:
             rows = parted.filter("_free AND _action <> 'd'").drop("_free")
-            self.appends.append((target, rows, sides["append"]))
+            self.appends[target] = (rows, sides["append"])
         if sides["absent"]:
             # deletes of keys never written: the MERGE would have matched nothing
             self.count_target_rows(target, {"absent_deletes": sides["absent"]})
@@ -700,9 +699,9 @@ class Writer:
 
     def split(self, src: DataFrame, marks: KeyMarks) -> DataFrame:
         """``src`` (the winners) with ``_free``: the key is outside its prefix's islands."""
-        key = F.col(ident(marks.key)).cast("decimal(20,0)")
         if not marks.prefix:
             return src.withColumn("_free", F.expr(marks.free_sql(ident(marks.key))))
+        key = F.col(ident(marks.key)).cast("decimal(20,0)")
         names = [f"_np{i}" for i in range(len(marks.prefix))]
         columns = [*(f"{n} string" for n in names), "_nlo decimal(20,0)", "_nhi decimal(20,0)"]
         bounds = local_frame(self.spark, marks.bounds_rows(), ", ".join(columns))
