@@ -165,7 +165,13 @@ def build_spark(
         "spark.ui.retainedJobs": "200",
         "spark.ui.retainedStages": "200",
         "spark.sql.streaming.ui.retainedQueries": "20",
-        "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC -Dlog4j2.configurationFile={log4j2}",
+        # -Xss: the stack of every JVM thread of the driver, the stream execution thread
+        # included, where the job plans and runs each micro-batch (Catalyst and Janino
+        # recurse over deep plans; 1 MB, Java's default, overflowed once in the suite).
+        # A StackOverflowError there ends the query. Reserved, not committed, memory.
+        "spark.driver.extraJavaOptions": (
+            f"-Duser.timezone=UTC -Xss16m -Dlog4j2.configurationFile={log4j2}"
+        ),
         # Every live broadcast hash relation (a join's small side, keyed by anything but
         # one integer) holds at least one page on the driver, and the page size Spark
         # derives from a 2 GB local driver is 32 MB: 29 of them held ~1 GB of the suite's

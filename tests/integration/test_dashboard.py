@@ -310,6 +310,8 @@ def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> 
 
 
 def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstream) -> None:
+    for q in QUERY:  # a query that died after the page's last wait: its error, not a count
+        assert q.exception() is None, f"the query failed: {q.exception()}"
     store = StateStore(spark, settings.checkpoint)
     batch, _ = store.latest()
     samples = scrape(url)

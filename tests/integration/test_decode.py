@@ -154,6 +154,11 @@ def _extra_records() -> list[Rec]:
             {"type": "ALTER", "id": '"db_1"."t1"', "previousId": None},
         ],
     }
+    run, escapes = "x;" * 20_000, "\\\\;" * 20_000  # 40,000 and 60,000 characters
+    long_ddl = (
+        f"ALTER TABLE t1 ADD COLUMN c VARCHAR(9) DEFAULT '{run}';\n"
+        f'ALTER TABLE `t2` COMMENT = "{escapes}";'
+    )
     canal_types = {"u": "bigint(20) unsigned", "f": "double", "d": "decimal(10,3)",
                    "i": "int(11)", "t": "tinyint(4)", "s": "varchar(8)"}  # fmt: skip
     canal_row = {"u": "18446744073709551615", "f": "1e10", "d": "-0.010", "i": " 42 ",
@@ -184,6 +189,9 @@ def _extra_records() -> list[Rec]:
         Rec("dbz_decimal_not_text", "debezium", dbz, _dbz(
             {"op": "c", "source": _SRC, "after": {"id": 2, "a": 12}}, _ENVELOPE, wrap=True)),
         Rec("dbz_ddl_comments_quotes", "debezium", "dbz", _dbz(change)),
+        # Long quoted strings and long digit runs: Java's regex recursion must not
+        # overflow the stack on them (each would have: a StackOverflowError in a task).
+        Rec("dbz_ddl_long_literals", "debezium", "dbz", _dbz({**change, "ddl": long_ddl})),
         Rec("dbz_name_from_config", "debezium", dbz, _dbz(
             {"op": "c", "source": {**_SRC, "name": None}, "after": {"id": 3}}), source="cfg"),
         Rec("dbz_no_name", "debezium", "dbz.unmapped", _dbz(
@@ -208,6 +216,10 @@ def _extra_records() -> list[Rec]:
             type="ALTER", isDdl=True, data=None), source="c2"),
         Rec("canal_no_rows", "canal", canal, canal_msg(data=[]), source="c2"),
         Rec("canal_no_isddl", "canal", canal, canal_msg(isDdl=...), source="c2"),
+        Rec("canal_long_int_run", "canal", canal, canal_msg(
+            data=[{**canal_row, "t": "1_" * 20_000 + "1"}]), source="c2"),
+        Rec("canal_long_decimal_run", "canal", canal, canal_msg(
+            data=[{**canal_row, "d": "1_" * 20_000 + "1"}]), source="c2"),
         Rec("canal_bad_double", "canal", canal, canal_msg(
             data=[{**canal_row, "f": "abc"}]), source="c2"),
         # maxwell

@@ -42,10 +42,12 @@ _INT_TYPES = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint")
 _FLOAT_TYPES = ("float", "double", "real", "double precision")
 _DECIMAL_TYPES = ("decimal", "numeric", "dec", "fixed")
 _BASE = r"(?i)^\s*([a-z ]+?)\s*(\(|$|\s)"
-_INT = r"^\s*[+-]?[0-9]+(_[0-9]+)*\s*$"
+# Possessive digit runs: see _ID_PART in debezium.py (Java recurses per group repetition).
+_INT = r"^\s*[+-]?[0-9]++(?:_[0-9]++)*+\s*$"
 _DECIMAL = (
-    r"(?i)^\s*[+-]?(([0-9]+(_[0-9]+)*)(\.([0-9]+(_[0-9]+)*)?)?|\.[0-9]+(_[0-9]+)*)"
-    r"(e[+-]?[0-9]+(_[0-9]+)*)?\s*$|^\s*[+-]?(inf|infinity|s?nan[0-9]*)\s*$"
+    r"(?i)^\s*[+-]?(?:[0-9]++(?:_[0-9]++)*+(?:\.(?:[0-9]++(?:_[0-9]++)*+)?)?"
+    r"|\.[0-9]++(?:_[0-9]++)*+)(?:e[+-]?[0-9]++(?:_[0-9]++)*+)?\s*$"
+    r"|^\s*[+-]?(?:inf|infinity|s?nan[0-9]*)\s*$"
 )
 _SPACE_OR_UNDERSCORE = r"[\s_]"
 _TRUE = ("true", "1", "yes", "on", "t", "y")

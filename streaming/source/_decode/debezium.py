@@ -87,14 +87,19 @@ _DB_LEVEL = r"(?i)^\s*(create|drop|alter)\s+(database|schema)\b"
 _SESSION_ONLY = r"(?is)^\s*SET\s[^;]*;?\s*$"
 _NEEDS_ESCAPE = r'["\\\p{Cntrl}]'
 _WORD = r"(?U)[\w$]+"
-_ID_PART = r'"((?:[^"]|"")*)"'
+# Runs of characters are matched possessively (``++``, ``*+``): Java's regex engine
+# recurses once per repetition of a group, so ``(?:x|y)*`` over a 3,000-character quoted
+# string overflows the thread's stack (a StackOverflowError, not a dead letter). Each
+# rewrite matches what the plain form matches: a run is always followed by a character it
+# cannot take, and a quoted DDL string always ends at its quote or at the end.
+_ID_PART = r'"((?:[^"]++|"")*)"'
 _ID_TEXT = "IF(coalesce({t}.previousId, '') != '', {t}.previousId, {t}.id)"
 _BASE64 = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 # One token of a DDL text, as split_statements walks it: a quoted string (backslash escapes
 # except in backticks; unterminated runs to the end), a comment, ';', or anything else.
 _DDL_TOKEN = (
-    r"'(?:\\[\s\S]?|[^'\\])*(?:'|\z)"
-    r'|"(?:\\[\s\S]?|[^"\\])*(?:"|\z)'
+    r"'(?:[^'\\]++|\\[\s\S]?)*+(?:'|\z)"
+    r'|"(?:[^"\\]++|\\[\s\S]?)*+(?:"|\z)'
     r"|`[^`]*(?:`|\z)"
     r"|(?:--|#)[^\n]*"
     r"|/\*(?!!)[\s\S]*?(?:\*/|\z)"
