@@ -97,14 +97,19 @@ def page_held(locks: dict[str, Any], query: str) -> dict[str, Any]:
     ``held_rows``: every held shard) and, with ``held=N`` (and ``offset=M``) in the query,
     only N of them listed from the M-th: the dashboard asks for a page, so 4,096 held shards
     do not travel on every refresh; ``shard_schemas`` then holds at most N shards, those
-    that differ from the joined schema first (``shard_schemas_count``: all). A parameter
-    that is not a whole number >= 0 is a 400 that names it."""
+    that differ from the joined schema first (``shard_schemas_count``: all).
+
+    ``shard=TEXT`` keeps the held shards whose name contains TEXT (any case) before the
+    page is cut (``held_matching``: how many matched); ``target=NAME`` answers for that
+    target only. A parameter that is not a whole number >= 0, or one not named here, is a
+    400 that names it."""
     params = parse_qs(query, keep_blank_values=True)
     limits: dict[str, int | None] = {"held": None, "offset": 0}
     for name in params:
-        if name not in limits:
+        if name not in (*limits, "shard", "target"):
             raise ApiError(
-                HTTPStatus.BAD_REQUEST, f"/api/locks takes held and offset, not {name!r}"
+                HTTPStatus.BAD_REQUEST,
+                f"/api/locks takes held, offset, shard and target, not {name!r}",
             )
     for name in limits:
         if name in params:
@@ -115,17 +120,22 @@ def page_held(locks: dict[str, Any], query: str) -> dict[str, Any]:
                 )
             limits[name] = int(text)
     start, limit = limits["offset"] or 0, limits["held"]
+    needle = params["shard"][-1].casefold() if "shard" in params else ""
+    only = params["target"][-1] if "target" in params else None
     targets = []
     for t in locks["targets"]:
+        if only is not None and t["target"] != only:
+            continue
         held, schemas = t["held"], t["shard_schemas"]
+        matching = [h for h in held if needle in h["shard"].casefold()] if needle else held
         if limit is not None:
             # the shards that differ from the joined schema (or are held) first
             schemas = sorted(schemas, key=lambda s: not (
                 s["held"] or s["missing"] or s["extra"] or s["retyped"]))[:limit]  # fmt: skip
-        shown = held[start:] if limit is None else held[start : start + limit]
+        shown = matching[start:] if limit is None else matching[start : start + limit]
         targets.append(
-            {**t, "held": shown, "held_count": len(held),
-             "held_rows": sum(h["held_rows"] for h in held),
+            {**t, "held": shown, "held_count": len(held), "held_matching": len(matching),
+             "held_offset": start, "held_rows": sum(h["held_rows"] for h in held),
              "shard_schemas": schemas, "shard_schemas_count": len(t["shard_schemas"])}
         )  # fmt: skip
     return {**locks, "targets": targets}

@@ -237,6 +237,7 @@ def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> 
         "orders_0:has note (not joined), orders_1:has note (not joined), orders_2:same as joined"
     )
     shot(browser, "2-waiting-2-of-3")
+    check_held_filter_and_pages(browser, url)
 
     up.alter(tables[2], add.format(t=tables[2]))
     up.rows(tables[2], 1)
@@ -307,6 +308,54 @@ def run_the_rollout(browser: Any, up: Upstream, url: str, tables: list[str]) -> 
     wait_for(browser, moves + ".includes('no move declared')", "the moves panel, no move")
     browser.execute_script("document.getElementById('dead-letters').scrollIntoView()")
     shot(browser, "7-dead-letters")
+
+
+def held_rows_listed(browser: Any) -> list[str]:
+    return browser.execute_script(
+        "return [...document.querySelectorAll('[data-target=\"shop.orders\"] tr[data-shard]')]"
+        ".map(r => r.dataset.shard.split('.').pop())"
+    )
+
+
+def check_held_filter_and_pages(browser: Any, url: str) -> None:
+    """Two held shards: the filter box keeps those whose name contains its text; a page of
+    one shard (/?held=1) lists the first and pages to the second."""
+    box = browser.find_element("id", "held-filter")
+    box.send_keys("ORDERS_1")
+    wait_for(
+        browser,
+        "return document.querySelectorAll('tr[data-shard]').length === 1",
+        "the filter's one shard",
+    )
+    assert held_rows_listed(browser) == ["orders_1"]
+    box.clear()
+    box.send_keys("orders_9")
+    wait_for(
+        browser,
+        "return document.querySelectorAll('tr[data-shard]').length === 0",
+        "no shard matching",
+    )
+    empty = "return document.querySelector('[data-target=\"shop.orders\"] .empty').textContent"
+    assert browser.execute_script(empty) == 'no held shard\'s name contains "orders_9" (2 held)'
+    browser.get(url + "?held=1")  # the token stays in the tab's session storage
+    text = "return (document.querySelector('[data-pager-of=\"shop.orders\"] .pager-text') || {}).textContent"
+    wait_for(browser, text + " === 'held shards 1–1 of 2'", "the first page of one shard")
+    assert held_rows_listed(browser) == ["orders_0"]
+    browser.find_element(
+        "css selector", '[data-pager-of="shop.orders"] [data-pager="next"]'
+    ).click()
+    wait_for(browser, text + " === 'held shards 2–2 of 2'", "the second page")
+    assert held_rows_listed(browser) == ["orders_1"]
+    assert browser.find_element(
+        "css selector", '[data-pager-of="shop.orders"] [data-pager="next"]'
+    ).get_attribute("disabled")
+    shot(browser, "2b-held-shards-paged")
+    browser.get(url)
+    wait_for(
+        browser,
+        "return document.querySelectorAll('tr[data-shard]').length === 2",
+        "both held shards again",
+    )
 
 
 def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstream) -> None:

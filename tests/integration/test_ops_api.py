@@ -168,6 +168,14 @@ def test_locks_page_their_held_shards_on_demand(serve):
     assert [s["shard"] for s in t["shard_schemas"]] == ["s1.shop.orders_0", "s1.shop.orders_1"]
     assert t["shard_schemas_count"] == 4
     assert held("offset=5") == ([], 2)
+    # filtered by a part of the shard's name (any case), then paged; one target asked for
+    assert held("shard=ORDERS_1") == (["s1.shop.orders_1"], 2)
+    assert held("held=1&offset=1&shard=orders_") == (["s1.shop.orders_1"], 2)
+    status, _, raw = call(server, "GET", "/api/locks?shard=orders_1&target=shop.orders")
+    (t,) = json.loads(raw)["targets"]
+    assert (t["held_count"], t["held_matching"], t["held_offset"]) == (2, 1, 0)
+    status, _, raw = call(server, "GET", "/api/locks?target=shop.nothing")
+    assert json.loads(raw)["targets"] == []
     for bad in ("held=-1", "held=x", "offset=1.5", "page=2"):
         status, _, raw = call(server, "GET", f"/api/locks?{bad}")
         assert status == 400 and bad.split("=")[0] in json.loads(raw)["error"], (bad, raw)

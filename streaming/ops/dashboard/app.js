@@ -133,9 +133,55 @@ function stackedBars(box, batches) {
   legend(box, Object.entries(STEP_COLORS));
 }
 
-// Held shards listed per target; the rest are counted (4,096 held shards would otherwise
-// travel on every refresh).
-const HELD_PAGE = 100;
+// Held shards listed per target, a page at a time; the rest are counted (4,096 held shards
+// would otherwise travel on every refresh). The page's own URL may set the page size:
+// /?held=N (the token stays in the fragment).
+const HELD_PAGE = Math.max(1, Math.floor(Number(new URLSearchParams(location.search).get("held"))) || 100);
+const heldOffset = {}; // target -> the first held shard listed (0 unless paged)
+let heldFilter = ""; // a part of the shard name, from the filter box
+
+function locksQuery(target) {
+  const q = new URLSearchParams({ held: String(HELD_PAGE) });
+  if (target) {
+    q.set("offset", String(heldOffset[target]));
+    q.set("target", target);
+  }
+  if (heldFilter) q.set("shard", heldFilter);
+  return "/api/locks?" + q.toString();
+}
+
+// The first page of every target, and the page asked for of each target paged further on.
+async function getLocks() {
+  const locks = await getJSON(locksQuery(null));
+  const paged = locks.targets.filter((t) => heldOffset[t.target] > 0);
+  const pages = await Promise.all(paged.map((t) => getJSON(locksQuery(t.target))));
+  for (const page of pages) {
+    for (const t of page.targets) {
+      const i = locks.targets.findIndex((x) => x.target === t.target);
+      if (i >= 0) locks.targets[i] = t;
+    }
+  }
+  return locks;
+}
+
+function pager(t) {
+  const first = t.held_offset || 0;
+  const matching = t.held_matching ?? t.held_count;
+  if (first === 0 && matching <= t.held.length) return null;
+  const of = heldFilter ? `${fmt(matching)} matching (${fmt(t.held_count)} held in all)` : fmt(matching);
+  const text = t.held.length ? `held shards ${fmt(first + 1)}–${fmt(first + t.held.length)} of ${of}` : `no held shard from ${fmt(first + 1)} of ${of}`;
+  const go = (to) => {
+    heldOffset[t.target] = Math.max(0, to);
+    refresh();
+  };
+  const prev = el("button", { type: "button", text: "previous", "data-pager": "previous" });
+  prev.disabled = first === 0;
+  prev.addEventListener("click", () => go(first - HELD_PAGE));
+  const next = el("button", { type: "button", text: "next", "data-pager": "next" });
+  next.disabled = first + t.held.length >= matching;
+  next.addEventListener("click", () => go(first + HELD_PAGE));
+  return el("p", { class: "more-held pager", "data-pager-of": t.target }, el("span", { class: "pager-text", text }), prev, next);
+}
 
 // --- sections ----------------------------------------------------------------------
 
@@ -223,9 +269,16 @@ function renderTarget(t) {
         actionButton(t.target, h.shard, "replace", "run other statements instead"))));
     card.append(el("table", {}, el("thead", {}, el("tr", {}, ...["held shard", "pending DDL", "held rows", "since", "note", "actions"].map((x) => el("th", { text: x })))),
       el("tbody", {}, ...rows)));
-    if (t.held_count > t.held.length) {
-      card.append(el("p", { class: "more-held", text: `and ${fmt(t.held_count - t.held.length)} more held shards (${fmt(t.held_count)} in all): \`shardmerge locks\` lists them, /api/locks?held=N&offset=M pages them` }));
-    }
+    const pages = pager(t);
+    if (pages) card.append(pages);
+  } else if (t.held_count && heldFilter) {
+    card.append(el("p", { class: "empty", text: `no held shard's name contains "${heldFilter}" (${fmt(t.held_count)} held)` }));
+    const pages = pager(t);
+    if (pages) card.append(pages);
+  } else if (t.held_count) {
+    card.append(el("p", { class: "empty", text: `no held shard on this page (${fmt(t.held_count)} held)` }));
+    const pages = pager(t);
+    if (pages) card.append(pages);
   } else {
     card.append(el("p", { class: "empty", text: "no shard held" }));
   }
@@ -384,7 +437,7 @@ function setStatus(text, bad) {
 
 async function refresh() {
   try {
-    const [p, locks, dead, moves, group] = await Promise.all([getJSON("/api/progress"), getJSON(`/api/locks?held=${HELD_PAGE}`), getJSON("/api/dead-letters"), getJSON("/api/moves"), getJSON("/api/group")]);
+    const [p, locks, dead, moves, group] = await Promise.all([getJSON("/api/progress"), getLocks(), getJSON("/api/dead-letters"), getJSON("/api/moves"), getJSON("/api/group")]);
     renderOverview(p, locks, dead);
     renderLocks(locks);
     renderMoves(moves);
@@ -396,6 +449,14 @@ async function refresh() {
     setStatus(String(e), true);
   }
 }
+
+// A browser may restore the box's text on reload: the page filters by what it shows.
+heldFilter = document.getElementById("held-filter").value.trim();
+document.getElementById("held-filter").addEventListener("input", (e) => {
+  heldFilter = e.target.value.trim();
+  for (const k of Object.keys(heldOffset)) delete heldOffset[k];
+  refresh();
+});
 
 refresh();
 setInterval(refresh, REFRESH_MS);
