@@ -134,7 +134,24 @@ class GroupCoordination:
         pass
 
     def command(self, cid: str, command: Any) -> None:
-        """An operator command given to this member: the group's, at its place in the log."""
+        """An operator command given to this member: the group's, at its place in the log.
+
+        ``retry`` is not one: a downstream change the table refused is the owner's, which
+        runs it again at each of its passes (every ``heartbeat_s``) until the table takes
+        it, so there is nothing to append; the command is refused with what the owner
+        waits for."""
+        if command.action == "retry":
+            m = self.member
+            _, holder = m.term()
+            owner = (holder or {}).get("member", "no member yet")
+            waits = m.waiting if owner == m.member else ""
+            raise ValueError(
+                f"in group {m.co.group} the owner ({owner}) runs a downstream change the "
+                f"table refused again at each of its passes, every {m.co.heartbeat_s:g} s, "
+                "until the table takes it: fix the table, and nothing else is needed"
+                + (f" (it waits for: {waits})" if waits else "")
+                + f"; shardmerge group show says what the owner waits for ({command.target})"
+            )
         folded = self.tell("command", None, f"command:{cid}", {"command": command.to_json()})
         if folded is not None and folded.refused:
             raise ValueError(folded.refused)

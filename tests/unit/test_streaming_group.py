@@ -531,3 +531,23 @@ def test_a_gap_in_the_log_names_the_number_and_the_repair_fills_it(
     assert [(f.record.kind, f.record.job, f.refused) for f in folded] == [
         ("ddl", "a", None), ("noop", "operator", None), ("ddl", "a", None), ("ddl", "b", None),
     ]  # fmt: skip
+
+
+def test_a_retry_in_a_group_says_the_owner_retries_on_its_own(tmp_path: Path) -> None:
+    """``unlock --retry``: in a group the owner runs a refused change again at each pass,
+    so the command appends nothing and is refused with who the owner is and what it waits
+    for."""
+    from coordinator.commands import OperatorCommand
+    from streaming.group.coordination import GroupCoordination
+
+    clock = Clock()
+    a = member(tmp_path, "a", clock)
+    assert a.owns(a.views())  # a holds the term
+    a.waiting = "shop.orders v2: refused downstream: a type Delta cannot widen"
+    co = GroupCoordination(a, a.settings.router())
+    with pytest.raises(ValueError) as e:
+        co.command("c1", OperatorCommand.of(TARGET, "retry"))
+    text = str(e.value)
+    assert "the owner (a) runs a downstream change the table refused again" in text
+    assert "every 1 s" in text and "refused downstream: a type Delta cannot widen" in text
+    assert list(a.store.log(-1)) == []  # nothing appended
