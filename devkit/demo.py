@@ -35,10 +35,16 @@ from streaming.config import (
 __all__ = ["cli_main"]
 
 ROOT = Path(__file__).resolve().parents[1]
+# Each statement starts at its fraction of the workload on the first shard and reaches the
+# last one ROLLOUT_SPAN later, the way an operator runs it shard after shard: at the
+# default size and rate each rollout spans about 30 s, several micro-batches. The ADD COLUMN joins
+# the shards' schemas at once (optimistic); the rename is a conflicting DDL, so every shard
+# that ran it is held, its rows kept in the stash, until the last shard runs it too.
 DDL_ROLLOUT = {
-    0.3: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)",
-    0.6: "ALTER TABLE {table} CHANGE note memo VARCHAR(64)",
+    0.1: "ALTER TABLE {table} ADD COLUMN note VARCHAR(64)",
+    0.5: "ALTER TABLE {table} CHANGE note memo VARCHAR(64)",
 }
+ROLLOUT_SPAN = 0.3
 
 
 def say(text: str) -> None:
@@ -64,7 +70,7 @@ def send_paced(producer: Any, events: list[Any], rate: int) -> int:
 def cli_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="shardmerge demo", description=__doc__.splitlines()[0])
     parser.add_argument("--shards", type=int, default=8)
-    parser.add_argument("--rows", type=int, default=25_000, help="row changes per shard")
+    parser.add_argument("--rows", type=int, default=12_500, help="row changes per shard")
     parser.add_argument("--workdir", default=str(ROOT / ".state" / "demo"))
     parser.add_argument("--mode", choices=["optimistic", "pessimistic"], default="optimistic")
     parser.add_argument("--trigger", default="2 seconds", help="micro-batch interval")
@@ -72,14 +78,22 @@ def cli_main(argv: list[str]) -> int:
     parser.add_argument(
         "--rate",
         type=int,
-        default=2_500,
-        help="row changes and DDL written per second, as a live upstream would (0: at once)",
+        default=1_000,
+        help="row changes and DDL written per second once the job runs, as a live upstream "
+        "would (0: at once); above what the job keeps up with, the rollouts resolve in fewer "
+        "batches",
     )
     parser.add_argument(
         "--port", type=int, default=9464, help="dashboard port on 127.0.0.1 (0: any free one)"
     )
     parser.add_argument(
         "--exit", action="store_true", help="stop when the workload is done (no serving)"
+    )
+    parser.add_argument(
+        "--screenshot",
+        metavar="PNG",
+        help="save a picture of the dashboard when the rename first holds half the shards "
+        "(headless Chromium: scripts/install-chromium)",
     )
     args = parser.parse_args(argv)
 
@@ -114,25 +128,35 @@ def cli_main(argv: list[str]) -> int:
             ops=OpsSettings(port=args.port),
         )
         producer = DebeziumProducer(broker.bootstrap, "shop")
-        events = list(sharded_workload(args.shards, args.rows, ddl_at=DDL_ROLLOUT))
+        events = list(
+            sharded_workload(args.shards, args.rows, ddl_at=DDL_ROLLOUT, stagger=ROLLOUT_SPAN)
+        )
         oracle = Oracle()
         for ev in events:
             oracle.take(ev)
         total = {"n": 0, "done": False, "error": None}
+        # The shards' CREATE TABLEs first (they make the topics), the rest once the job ran
+        # its first batch: an upstream that is live while the job runs. A workload written
+        # before the job starts would be read with every shard's DDL already in hand (the
+        # schema-change topic is read ahead), and the rollouts would resolve in a batch.
+        creates, rest = events[: args.shards], events[args.shards :]
+        first_batch = threading.Event()
 
         def produce() -> None:
             try:
-                total["n"] = send_paced(producer, events, args.rate)
+                total["n"] = send_paced(producer, creates, 0)
+                first_batch.wait()
+                total["n"] += send_paced(producer, rest, args.rate)
                 producer.close()  # flushed, and no client left to outlive the broker
             except Exception as e:
                 total["error"] = e
             total["done"] = True
 
-        # The first events create the topics; start the job once they exist.
         thread = threading.Thread(target=produce, name="demo-producer", daemon=True)
         thread.start()
-        say(f"demo: producing {args.shards} shards x {args.rows:,} row changes, "
-            f"DDL rollout: {', '.join(DDL_ROLLOUT.values())}")  # fmt: skip
+        say(f"demo: {args.shards} shards x {args.rows:,} row changes, written at "
+            f"{args.rate:,} a second once the job runs; DDL rollout, shard after shard: "
+            f"{', '.join(DDL_ROLLOUT.values())}")  # fmt: skip
         time.sleep(3)
         spark = build_spark("shardmerge-demo")
         query, processor = build_query(spark, settings)
@@ -144,7 +168,7 @@ def cli_main(argv: list[str]) -> int:
             ops = start_ops(spark, processor, query, OpsSettings(port=0))
         say(f"demo: dashboard {ops.page}  (metrics {ops.url}metrics)")
         store = StateStore(spark, settings.checkpoint)
-        last_batch, last_stage, idle = -1, None, 0
+        last_batch, last_lock, idle = -1, None, 0
         try:
             while True:
                 time.sleep(1)
@@ -152,8 +176,12 @@ def cli_main(argv: list[str]) -> int:
                     raise RuntimeError(str(query.exception()))
                 latest = store.latest()
                 if latest is not None and latest[0] != last_batch:
+                    first_batch.set()
                     last_batch, data = latest
-                    last_stage = _report(data, last_stage, producer.sent)
+                    last_lock = _report(data, last_lock, producer.sent)
+                    if args.screenshot and 2 * len(last_lock[1]) >= args.shards:
+                        _screenshot(ops.page, args.screenshot)
+                        args.screenshot = None  # one picture
                 status = query.status
                 caught_up = not status["isDataAvailable"] and not status["isTriggerActive"]
                 idle = idle + 1 if total["done"] and caught_up else 0
@@ -176,6 +204,37 @@ def cli_main(argv: list[str]) -> int:
     return 0 if same else 1
 
 
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+def _screenshot(page: str, path: str) -> None:
+    """The dashboard at ``page`` as a PNG at ``path``, taken in headless Chromium once the
+    page shows a held shard. A failure is said and the demo goes on."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1700",
+                     "--disable-dev-shm-usage", "--no-first-run"):  # fmt: skip
+            options.add_argument(flag)
+        driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+        try:
+            driver.get(page)
+            WebDriverWait(driver, 30).until(
+                lambda d: d.execute_script("return !!document.querySelector('tr[data-shard]')")
+            )
+            driver.execute_script("document.getElementById('locks').scrollIntoView()")
+            driver.save_screenshot(path)
+        finally:
+            driver.quit()
+        say(f"           dashboard picture saved: {path}")
+    except Exception as e:  # the picture is an extra: the demo's check still decides
+        say(f"demo: no dashboard picture ({type(e).__name__}: {e})")
+
+
 def _serve(query: Any, url: str) -> None:
     """Keep the job (and its dashboard) running until Ctrl-C: operator commands from the
     page still apply, at the next micro-batch that new records start."""
@@ -190,23 +249,39 @@ def _serve(query: Any, url: str) -> None:
     raise RuntimeError(str(query.exception()))
 
 
-def _report(data: dict[str, Any], last_stage: str | None, sent: int) -> str:
+def _report(data: dict[str, Any], last: tuple[Any, ...] | None, sent: int) -> tuple[Any, ...]:
+    """One line per micro-batch; the lock's story whenever its stage or its held shards
+    change: which statement it waits on, how many shards ran it, which are held."""
     stats = data["stats"]
-    lock = (
-        data["locks"][0] if data["locks"] else {"stage": "none", "blocked": [], "pending_ddl": []}
-    )
+    lock = data["locks"][0] if data["locks"] else {"stage": "none", "blocked": [], "shards": 0}
+    blocked = lock["blocked"]
     say(
         f"batch {stats['batch']:>4}: {stats['events']:>7,} events, {stats['written']:>7,} "
         f"written, {stats['held']:>6,} held, {stats['replayed']:>6,} replayed | lock "
-        f"{lock['stage']}, {len(lock['blocked'])} shard(s) held | produced {sent:,}"
+        f"{lock['stage']}, {len(blocked)} shard(s) held | produced {sent:,}"
     )
     for ddl in stats["downstream_ddl"]:
         say(f"           downstream DDL: {ddl}")
-    if lock["stage"] != last_stage:
-        held = ", ".join(lock["blocked"][:4]) + (" ..." if len(lock["blocked"]) > 4 else "")
-        say(f"           lock stage is now {lock['stage']}" + (f" (held: {held})" if held else ""))
-    stage: str = lock["stage"]
-    return stage
+    now = (lock["stage"], tuple(blocked))
+    if now != last:
+        say(f"           {_lock_story(lock, last)}")
+    return now
+
+
+def _lock_story(lock: dict[str, Any], last: tuple[Any, ...] | None) -> str:
+    stage, blocked, shards = lock["stage"], lock["blocked"], lock.get("shards", 0)
+    if not blocked:
+        if last is not None and last[1]:
+            return f"lock {stage}: every shard ran it; the held rows were replayed in order"
+        return f"lock {stage}: no shard held"
+    pending = lock.get("pending_ddl") or []
+    sql = pending[0]["sql"] if pending else "a DDL"
+    names = ", ".join(s.split(".", 1)[-1] for s in blocked[:4])
+    more = f" and {len(blocked) - 4} more" if len(blocked) > 4 else ""
+    return (
+        f"lock {stage}: {len(blocked)} of {shards} shards ran {sql!r} and are held "
+        f"(their rows wait in the stash): {names}{more}"
+    )
 
 
 def _summary(

@@ -121,12 +121,14 @@ def sharded_workload(
     ddl_at: dict[float, str] | None = None,
     seed: int = 0,
     create: bool = True,
+    stagger: float = STAGGER,
 ) -> Iterator[WorkloadEvent]:
     """``rows_per_shard`` row changes on each of ``shards`` shards, round robin.
 
     About 60% inserts, 25% updates, 15% deletes. ``ddl_at`` maps a fraction of progress to
     a statement (``{table}`` and ``{db}`` are filled per shard); each shard runs it when
-    its progress passes the fraction (staggered by shard, see :data:`STAGGER`), and its
+    its progress passes the fraction (staggered by shard over ``stagger`` of the workload,
+    :data:`STAGGER` by default), and its
     later rows follow the new schema. With ``create``, each shard starts with its
     ``CREATE TABLE``. Primary keys are unique across shards.
     """
@@ -142,7 +144,7 @@ def sharded_workload(
             yield WorkloadEvent("ddl", db, table, schema, statement=schema.to_sql(table))
     for step in range(rows_per_shard):
         for shard in state:
-            while shard.ddl and step >= (shard.ddl[0][0] + STAGGER * shard.index / shards) * (
+            while shard.ddl and step >= (shard.ddl[0][0] + stagger * shard.index / shards) * (
                 rows_per_shard
             ):
                 _, template = shard.ddl.pop(0)

@@ -55,6 +55,19 @@ SWEEP_S = 1  # the maintenance pass: request deadlines are kept to about a secon
 REPORT_S = 60.0  # closed and refused connections are logged at most this often
 
 
+class _ShortQueue(logging.Filter):
+    """waitress logs ``Task queue depth is N`` whenever a request waits for a worker: the
+    dashboard asks several things at once, so a depth below the pool's size is the normal
+    case, not news. Deeper queues are still logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        depth = record.args[0] if isinstance(record.args, tuple) and record.args else None
+        return not (isinstance(depth, int) and depth < THREADS)
+
+
+logging.getLogger("waitress.queue").addFilter(_ShortQueue())
+
+
 class _Refused(ErrorTask):
     """waitress's answer to a request it cannot parse (400, 413, 431...), logged once."""
 

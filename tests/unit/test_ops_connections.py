@@ -219,3 +219,16 @@ def test_the_cap_stays_under_half_the_open_file_limit(serve, monkeypatch, caplog
 def test_a_per_peer_cap_above_the_cap_is_refused():
     with pytest.raises(ValidationError, match="above max_connections"):
         OpsSettings(max_connections=16, max_connections_per_peer=32)
+
+
+def test_a_queue_shorter_than_the_pool_is_not_logged(caplog):
+    """The dashboard's parallel requests queue one or two behind the workers: waitress's
+    ``Task queue depth is 1`` is dropped, a queue as long as the pool is still logged."""
+    from waitress.task import ThreadedTaskDispatcher
+
+    dispatcher = ThreadedTaskDispatcher()  # no worker threads: every task waits
+    with caplog.at_level(logging.WARNING, logger="waitress.queue"):
+        for _ in range(connections.THREADS):
+            dispatcher.add_task(object())
+    depths = [r.getMessage() for r in caplog.records if r.name == "waitress.queue"]
+    assert depths == [f"Task queue depth is {connections.THREADS}"]
