@@ -580,9 +580,9 @@ class Writer:
             good = good.filter("_unfit IS NULL")
         if wait is not None:
             good = good.join(wait, ["source", "db", "tbl"], "left").filter(f"NOT ({ahead_sql})")
-        # The exact path MERGEs whole: the append path splits only fast targets (a batch
-        # with holds or releases lost a replayed row when split: docs/status.md).
-        self.merge_into(target, merge_source(good, schema), version, split=False)
+        # Split (the append path) with the winners pinned: they may hold stash rows, and
+        # the appends run after the stash delete (merge_into).
+        self.merge_into(target, merge_source(good, schema), version, pin=True)
         ahead = None
         moved: dict[str, int] = {}
         if wait is not None:
@@ -612,29 +612,39 @@ class Writer:
         return ahead, unfit, moved
 
     def merge_into(
-        self, target: TargetId, src: DataFrame, version: int, split: bool = True
+        self,
+        target: TargetId,
+        src: DataFrame,
+        version: int,
+        pin: bool = False,
     ) -> None:
         """One MERGE of ``src`` (``streaming.batch.rows.merge_source``) into ``target``, its
-        driver planning timed (``Stats.plan_seconds``) and what Delta did counted."""
+        driver planning timed (``Stats.plan_seconds``) and what Delta did counted.
+
+        With the append path, the rows are split and the appends wait for the end of the
+        batch. ``pin``: ``src`` may read a Delta table the batch writes before then (the
+        replayed rows come from the stash, and the stash delete comes first): a cached
+        DataFrame does not survive such a write, since Delta drops every cached plan that
+        reads the table it changed and Spark computes it again from the table as it is
+        now (delta-io/delta#3954), which lost a replayed row's append. Pinned rows are a
+        local checkpoint: computed once, read back whatever the tables do."""
         schema = self.ex.schemas[target]
         planning = time.monotonic()
         src._jdf.queryExecution().executedPlan()  # analysis, optimization, planning
         self.out.plan_seconds += round(time.monotonic() - planning, 3)
         keys = list(schema.primary_key) or list(schema.column_names())
         marks = self.key_marks(target)
-        if marks is not None and not split:
-            # a write that does not grow the islands: they are read again after it
-            self.marks.drop(str(target))  # type: ignore[union-attr]
-            self.scans.append((target, marks.key, marks.prefix))
-            marks = None
         if marks is None:
             done = self.sink.merge(target, src, keys, list(schema.column_names()), version)
             self.count_target_rows(target, done)
             return
         # The batch's winners split (streaming.batch.new_keys): a key outside every island
         # of its prefix is not in the table; its upsert is appended, its delete is nothing.
-        parted = self.split(src, marks).persist()
-        self.cached.append(parted)
+        if pin:
+            parted = self.split(src, marks).localCheckpoint(eager=True)
+        else:
+            parted = self.split(src, marks).persist()
+            self.cached.append(parted)
         sides, ranges = self.measure(parted, marks)
         for p, found in ranges.items():
             marks.add(p, found)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -51,4 +52,8 @@ def _jsonable(value: Any, dtype: DataType) -> Any:
         return [_jsonable(v, dtype.elementType) for v in value]
     if isinstance(dtype, MapType):
         return {str(k): _jsonable(v, dtype.valueType) for k, v in value.items()}
+    if isinstance(value, Decimal):
+        # exact as text (a JSON number would go through a float); from_json reads a
+        # decimal column from a string
+        return str(value)
     return value

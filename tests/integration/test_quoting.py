@@ -131,6 +131,10 @@ def test_hostile_values_through_a_local_frame(spark: SparkSession) -> None:
         for r in local_frame(spark, rows, schema).collect()
     ]
     assert got == [tuple(r) for r in rows]
+    # decimals exact, whatever their size (the append path's key bounds: BIGINT UNSIGNED)
+    big = [(Decimal("18446744073709551615"), Decimal("-0.000000000000000001")), (None, None)]
+    back = local_frame(spark, big, "u decimal(20,0), f decimal(38,18)").collect()
+    assert [(r["u"], r["f"]) for r in back] == big
     assert local_frame(spark, [], schema).count() == 0
     with pytest.raises(ValueError, match="fields"):
         local_frame(spark, [("only one",)], schema)
