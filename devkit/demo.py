@@ -169,6 +169,7 @@ def cli_main(argv: list[str]) -> int:
         say(f"demo: dashboard {ops.page}  (metrics {ops.url}metrics)")
         store = StateStore(spark, settings.checkpoint)
         last_batch, last_lock, idle = -1, None, 0
+        picture = args.screenshot  # taken once, when the rename holds half the shards
         try:
             while True:
                 time.sleep(1)
@@ -179,9 +180,9 @@ def cli_main(argv: list[str]) -> int:
                     first_batch.set()
                     last_batch, data = latest
                     last_lock = _report(data, last_lock, producer.sent)
-                    if args.screenshot and 2 * len(last_lock[1]) >= args.shards:
-                        _screenshot(ops.page, args.screenshot)
-                        args.screenshot = None  # one picture
+                    if picture and 2 * len(last_lock[1]) >= args.shards:
+                        _screenshot(ops.page, picture)
+                        picture = None
                 status = query.status
                 caught_up = not status["isDataAvailable"] and not status["isTriggerActive"]
                 idle = idle + 1 if total["done"] and caught_up else 0
@@ -204,32 +205,21 @@ def cli_main(argv: list[str]) -> int:
     return 0 if same else 1
 
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-
-
 def _screenshot(page: str, path: str) -> None:
     """The dashboard at ``page`` as a PNG at ``path``, taken in headless Chromium once the
     page shows a held shard. A failure is said and the demo goes on."""
     try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
         from selenium.webdriver.support.ui import WebDriverWait
 
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1700",
-                     "--disable-dev-shm-usage", "--no-first-run"):  # fmt: skip
-            options.add_argument(flag)
-        driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-        try:
+        from devkit.browser import headless_chromium
+
+        with headless_chromium(1400, 1700) as driver:
             driver.get(page)
             WebDriverWait(driver, 30).until(
                 lambda d: d.execute_script("return !!document.querySelector('tr[data-shard]')")
             )
             driver.execute_script("document.getElementById('locks').scrollIntoView()")
             driver.save_screenshot(path)
-        finally:
-            driver.quit()
         say(f"           dashboard picture saved: {path}")
     except Exception as e:  # the picture is an extra: the demo's check still decides
         say(f"demo: no dashboard picture ({type(e).__name__}: {e})")

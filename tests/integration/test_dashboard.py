@@ -27,6 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 
 from coordinator.ids import TargetId
+from devkit.browser import CHROMEDRIVER, CHROMIUM, headless_chromium
 from devkit.kafka_local import KafkaBroker
 from devkit.producer import DebeziumProducer
 from schemas import apply, parse_create_table, parse_ddl
@@ -39,7 +40,6 @@ from streaming.storage.state_store import StateStore
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("SHARDMERGE_ARTIFACTS", ROOT / ".artifacts")) / "dashboard"
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 WAIT = 900  # seconds a page state may take to appear (micro-batches on a busy machine)
 
 pytestmark = [
@@ -55,22 +55,8 @@ pytestmark = [
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-dev-shm-usage", "--window-size=1400,2000",
-    ):  # fmt: skip
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    try:
+    with headless_chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 class Upstream:

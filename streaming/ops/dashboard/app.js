@@ -269,19 +269,15 @@ function renderTarget(t) {
         actionButton(t.target, h.shard, "replace", "run other statements instead"))));
     card.append(el("table", {}, el("thead", {}, el("tr", {}, ...["held shard", "pending DDL", "held rows", "since", "note", "actions"].map((x) => el("th", { text: x })))),
       el("tbody", {}, ...rows)));
-    const pages = pager(t);
-    if (pages) card.append(pages);
   } else if (t.held_count && heldFilter) {
     card.append(el("p", { class: "empty", text: `no held shard's name contains "${heldFilter}" (${fmt(t.held_count)} held)` }));
-    const pages = pager(t);
-    if (pages) card.append(pages);
   } else if (t.held_count) {
     card.append(el("p", { class: "empty", text: `no held shard on this page (${fmt(t.held_count)} held)` }));
-    const pages = pager(t);
-    if (pages) card.append(pages);
   } else {
     card.append(el("p", { class: "empty", text: "no shard held" }));
   }
+  const pages = t.held_count ? pager(t) : null;
+  if (pages) card.append(pages);
   card.append(el("div", {}, actionButton(t.target, null, "retry", "run a refused downstream change again"),
     actionButton(t.target, null, "force-remove", "drop the lock: every held shard's pending DDL is skipped")));
   card.append(renderSchemas(t));
