@@ -352,6 +352,15 @@ def kill_test(
     return final
 
 
+def checkpoint_every(commits: int) -> dict[str, str]:
+    """The job's environment for Delta checkpoints every ``commits`` commits of the tables
+    it creates (``SHARDMERGE_SPARK_CONF``, added to what this process has there)."""
+    from streaming.runtime.session_conf import ENV_CONF
+
+    key = "spark.databricks.delta.properties.defaults.checkpointInterval"
+    return {ENV_CONF: f"{os.environ.get(ENV_CONF, '')} {key}={commits}".strip()}
+
+
 def on_object_store(stack: contextlib.ExitStack, state: Path) -> tuple[str, dict[str, str], Any]:
     """A local S3 store for the run: a new bucket, the job's S3A settings (through
     ``PYSPARK_SUBMIT_ARGS``, as a launcher would give them) and a session to compare with."""
@@ -370,7 +379,13 @@ def on_object_store(stack: contextlib.ExitStack, state: Path) -> tuple[str, dict
 
 def main() -> int:
     from devkit import kafka_local
-    from streaming.faults import APPEND_POINTS, JDBC_POINTS, MOVE_POINTS, POINTS
+    from streaming.faults import (
+        APPEND_POINTS,
+        CHECKPOINT_POINTS,
+        JDBC_POINTS,
+        MOVE_POINTS,
+        POINTS,
+    )
 
     parser = argparse.ArgumentParser(description="kill -9 the job at many points, check the table")
     parser.add_argument("--points", type=int, default=20, help="number of kills")
@@ -407,6 +422,14 @@ def main() -> int:
         "second batch on; its kill point after_append joins the cycle); default: off",
     )
     parser.add_argument(
+        "--checkpoint-interval",
+        type=int,
+        default=3,
+        metavar="N",
+        help="Delta checkpoints every N commits of each table the job creates (Delta's "
+        "default: 10), so that kills inside a checkpoint (delta_checkpoint) come often",
+    )
+    parser.add_argument(
         "--at",
         action="append",
         metavar="POINT:N",
@@ -420,7 +443,7 @@ def main() -> int:
     # Every protocol point in turn, at its first or second occurrence in a run: a run that
     # starts late in the workload may not reach a point a third time (it would then finish
     # without being killed; the report counts the kills that happened).
-    every = POINTS + (MOVE_POINTS if args.workload == "move" else ())
+    every = POINTS + CHECKPOINT_POINTS + (MOVE_POINTS if args.workload == "move" else ())
     every += JDBC_POINTS if args.sink != "delta" else ()
     every += APPEND_POINTS if args.append_min_rows is not None else ()
     points = args.at or [
@@ -439,6 +462,7 @@ def main() -> int:
         if args.storage == "s3":
             storage, extra_env, spark = on_object_store(stack, work / "s3")
             print(f"lake and checkpoint under {storage}", file=sys.stderr, flush=True)
+        extra_env = {**(extra_env or {}), **checkpoint_every(args.checkpoint_interval)}
         report = kill_test(
             broker.bootstrap, work / "job", points, shards=args.shards, rows=args.rows,
             max_offsets=250, storage=storage, extra_env=extra_env, spark=spark,

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 
 __all__ = [
     "APPEND_POINTS",
+    "CHECKPOINT_POINTS",
     "GROUP_POINTS",
     "MOVE_POINTS",
     "POINTS",
@@ -69,6 +70,11 @@ GROUP_POINTS = ("group_before_alter", "group_after_alter", "group_appended_join"
 # The append of provably new keys (streaming.batch.new_keys): a target's rows appended, the
 # batch's islands of keys not saved (scripts/kill-test --append-min-rows).
 APPEND_POINTS = ("after_append",)
+# Inside a Delta checkpoint: the n-th time the driver's JVM replaces a table's
+# ``_last_checkpoint`` (the checkpoint file written, its pointer half written to a temporary
+# file), the project's log store kills the job (jars/logstore: CrashPoint). Any table the job
+# writes (target, stash, dead letters); scripts/kill-test makes checkpoints frequent.
+CHECKPOINT_POINTS = ("delta_checkpoint",)
 # Whether the stash exists, when a batch reads the held rows it releases.
 RAISE_POINTS = ("stash_read",)
 _seen: Counter[str] = Counter()

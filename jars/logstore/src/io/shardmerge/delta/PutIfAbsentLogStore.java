@@ -79,7 +79,11 @@ public class PutIfAbsentLogStore extends HadoopFileSystemLogStore {
     if (overwrite) {
       // Not a commit (Delta overwrites only files it alone writes, e.g. _last_checkpoint):
       // whoever writes last wins, but a reader must never see half a file.
-      overwrite(fs, path, bytesOf(actions), conf);
+      byte[] data = bytesOf(actions);
+      if (CrashPoint.due(path)) {
+        CrashPoint.dieWritingHalf(fs, path, data); // the kill harness only
+      }
+      overwrite(fs, path, data, conf);
       return;
     }
     if ("file".equals(scheme)) {
