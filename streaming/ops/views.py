@@ -223,19 +223,26 @@ class Views:
     @staticmethod
     def _rollout(t: TargetView) -> dict[str, Any]:
         """How far the DDL in flight has come: pessimistic, the shards that ran the lock's
-        DDL; otherwise the shards whose schema is the joined schema (synced)."""
+        DDL; optimistic, while shards are held on a DDL (one that conflicts, a rename say,
+        waits until every shard ran it), the shards held on one, which ran it; otherwise
+        the shards whose schema is the joined schema (synced). A held rename leaves the
+        joined schema as it was, so counting the synced shards then would count the shards
+        that have not run it."""
         total = len(t.shards)
         if t.mode == "pessimistic" and t.expected_sql is not None:
             done = sum(1 for h in t.held if h.ready)
             return {"ddl": t.expected_sql, "done": done, "total": total, "of": "ran it"}
         pending = [sql for h in t.held for sql, _ in h.pending]
+        if pending:
+            ran = sum(1 for h in t.held if h.pending)
+            return {"ddl": pending[0], "done": ran, "total": total, "of": "ran it"}
         synced = sum(
             1
             for s in t.shards
             if t.joined is not None and not any(schema_difference(s.upstream, t.joined).values())
         )
         return {
-            "ddl": pending[0] if pending else None,
+            "ddl": None,
             "done": synced,
             "total": total,
             "of": "synced",
