@@ -51,7 +51,9 @@ POINTS = (
     "after_rows",  # a target's MERGE done (DDL, TRUNCATE's DELETE and MERGE)
     "after_ddl",  # a control event decided, its DDL run downstream
     "after_release",  # stash append and dead letters done; replayed rows still stashed
-    "before_stash_delete",  # a release's rows merged; reached only when a batch releases
+    # a release's rows merged, new keys appended; the stash delete, the batch's last write,
+    # next (reached only when a batch releases)
+    "before_stash_delete",
     "before_state",  # every write done, state not saved
     "after_state",  # state saved, Spark's commit not yet written
 )
@@ -75,8 +77,9 @@ APPEND_POINTS = ("after_append",)
 # file), the project's log store kills the job (jars/logstore: CrashPoint). Any table the job
 # writes (target, stash, dead letters); scripts/kill-test makes checkpoints frequent.
 CHECKPOINT_POINTS = ("delta_checkpoint",)
-# Whether the stash exists, when a batch reads the held rows it releases.
-RAISE_POINTS = ("stash_read",)
+# Whether the stash exists, when a batch reads the held rows it releases; right after a
+# batch's stash delete landed (the batch fails, and runs again with its writes landed).
+RAISE_POINTS = ("stash_read", "after_stash_delete")
 _seen: Counter[str] = Counter()
 _raised: Counter[str] = Counter()
 _crash = os.environ.get("SHARDMERGE_CRASH_AT")

@@ -23,7 +23,10 @@ prefix is not in the table. The islands are
 - **grown** by every write of the target's rows while they are kept: the batch's winners
   are split, and the buckets of the keys it upserts are added (one small aggregate over
   the batch's winners, which also counts each side), so the islands stay a superset of
-  the table's keys;
+  the table's keys; except after a batch that writes rows from the stash (a release's
+  replayed rows, rows a move read again): those targets' islands are read from the table
+  again after its writes, since a run of the batch again, after a first run whose stash
+  delete landed, no longer sees those rows and could not grow the islands by them;
 - **coarsened**, never narrowed: at most :data:`ISLANDS` ranges per prefix (the closest
   ones merge; a prefix that is a shard keeps one range). A range too wide only sends a new
   key to the MERGE, which is always right.

@@ -46,7 +46,7 @@ from streaming.batch.plan import Planner, join_plan, release_frame
 from streaming.batch.row_fit import shard_columns
 from streaming.batch.rows import merge_source, no_ddl_sql, project_actions
 from streaming.batch.summary import Summary
-from streaming.faults import crash_point
+from streaming.faults import crash_point, raise_point
 from streaming.source.control import OKEY_TYPE, okey_value
 from streaming.sql.local_frame import local_frame
 from streaming.sql.quoting import ident
@@ -508,19 +508,40 @@ class Writer:
             # Rows a move let wait, read again as this batch's: written, dropped or stashed
             # again above (streaming.batch.moves).
             gone.append(self.reread.select(*KEY))
+        # The appends come before the stash delete, the batch's last write: a run of the
+        # batch that finds the delete landed finds every write landed, and a run that does
+        # not finds the stash as the first run read it, so it splits the rows as that run
+        # did (the replayed rows an append carries are read from the stash).
+        if self.marks is not None:
+            replayed = {d.target for d in self.ex.work.releases} if released is not None else set()
+            self.append_new_keys(set(self.ex.schemas) if self.reread is not None else replayed)
         if gone:
             crash_point("before_stash_delete")
             keys = gone[0] if len(gone) == 1 else gone[0].unionByName(gone[1])
             self.stash.delete(keys, self.batch, delete_version)
-        if self.marks is not None:
-            self.append_new_keys()
+            raise_point("after_stash_delete")
 
-    def append_new_keys(self) -> None:
+    def append_new_keys(self, from_stash: set[TargetId]) -> None:
         """The appends of provably new keys, each target's under a slot of its own taken
         after the batch's other writes (whether or not it appends: slot numbers never
         depend on the rows), then the islands of the targets that had none, read from
         their tables now that the batch's writes are in (used from the next batch on, so
-        a batch run again splits as it did)."""
+        a batch run again splits as it did).
+
+        ``from_stash``: the targets written rows from the stash (replayed, or read again for
+        a move). Their islands are read from the table too, not grown: a run of the batch
+        after one whose stash delete landed does not see those rows, and would grow the
+        islands without their keys (an append of one of them later would then add the key
+        a second time)."""
+        assert self.marks is not None
+        scanned = {target for target, _, _ in self.scans}
+        for target in sorted(from_stash - scanned, key=str):
+            if self.marks.get(str(target)) is None:
+                continue
+            space = key_space(self.ex.schemas[target], self.c.extract_of(target))
+            self.marks.drop(str(target))
+            if space is not None:
+                self.scans.append((target, *space))
         for target in self.write_order():
             slot = self.next_version(f"{target}: APPEND")
             if target in self.appends:  # one write per target: one split per target
@@ -529,7 +550,6 @@ class Writer:
                 self.sink.append(target, rows, list(schema.column_names()), slot)
                 self.count_target_rows(target, {"appended": n})
                 crash_point("after_append")
-        assert self.marks is not None
         for target, key, prefix in self.scans:
             marks = KeyMarks(key, prefix)
             for p, lo, hi in self.sink.key_ranges(target, key, list(prefix), BUCKET):
@@ -623,10 +643,11 @@ class Writer:
 
         With the append path, the rows are split and the appends wait for the end of the
         batch. ``pin``: ``src`` may read a Delta table the batch writes before then (the
-        replayed rows come from the stash, and the stash delete comes first): a cached
-        DataFrame does not survive such a write, since Delta drops every cached plan that
-        reads the table it changed and Spark computes it again from the table as it is
-        now (delta-io/delta#3954), which lost a replayed row's append. Pinned rows are a
+        replayed rows come from the stash, and the batch appends its held rows there
+        first): a cached DataFrame does not survive such a write, since Delta drops every
+        cached plan that reads the table it changed and Spark computes it again from the
+        table as it is now (delta-io/delta#3954), which lost a replayed row's append when
+        the stash delete came before the appends. Pinned rows are a
         local checkpoint: computed once, read back whatever the tables do."""
         schema = self.ex.schemas[target]
         planning = time.monotonic()
