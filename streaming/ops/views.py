@@ -232,10 +232,9 @@ class Views:
         if t.mode == "pessimistic" and t.expected_sql is not None:
             done = sum(1 for h in t.held if h.ready)
             return {"ddl": t.expected_sql, "done": done, "total": total, "of": "ran it"}
-        pending = [sql for h in t.held for sql, _ in h.pending]
-        if pending:
-            ran = sum(1 for h in t.held if h.pending)
-            return {"ddl": pending[0], "done": ran, "total": total, "of": "ran it"}
+        ran = [h for h in t.held if h.pending]
+        if ran:
+            return {"ddl": ran[0].pending[0][0], "done": len(ran), "total": total, "of": "ran it"}
         synced = sum(
             1
             for s in t.shards
