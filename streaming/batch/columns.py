@@ -76,12 +76,12 @@ COLUMNS: dict[str, tuple[str, str]] = {
         "start); in the projection: the after image as a map, names lower-cased and renamed",
     ),
     "_before": ("projection", "the before image as a map, names lower-cased and renamed"),
-    "_changes": (
+    "_change": (
         "projection",
-        "the changes an event makes to the target: an upsert of its after image, a delete "
-        "of its before image, both when an update changes the key",
+        "one change an event makes to the target (a: 'u' or 'd', img: the image, sub: its "
+        "place): an upsert of its after image, a delete of its before image, both (two "
+        "rows) when an update changes the key",
     ),
-    "_change": ("projection", "one of them (a: 'u' or 'd', img: the image, sub: its place)"),
     "_c_": ("projection", "prefix: _c_<column> is the column's projected value"),
     "_action": ("projection", "the change's action in the MERGE: 'u' upsert, 'd' delete"),
     "_sub": ("projection", "the change's place within its event (the upsert after the delete)"),

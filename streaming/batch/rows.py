@@ -103,19 +103,27 @@ def project_actions(
 
     lower = "transform_keys(from_json({0}, 'map<string,string>'), (k, v) -> lower(k))"
     planned = "_renames" in rows.columns
-    df = rows.withColumn(
-        "_after", F.expr(renamed_keys(lower.format("after")) if planned else lower.format("after"))
-    ).withColumn(
-        "_before",
-        F.expr(renamed_keys(lower.format("before")) if planned else lower.format("before")),
+    # One projection for the three (each withColumn is an analysis of the whole plan).
+    project = (
+        F.coalesce(F.col("_project"), F.lit(False))
+        if "_project" in rows.columns
+        else F.lit(bool(project_all))
     )
-    if "_project" not in df.columns:
-        df = df.withColumn("_project", F.lit(project_all))
-    df = df.withColumn("_project", F.coalesce(F.col("_project"), F.lit(False)))
-    if "_last_alter" in df.columns:
+    if "_last_alter" in rows.columns:
         # A row before its shard's last ALTER that names a column the target lacks is
         # behind that DDL (the column was dropped since), not ahead of a missing one.
-        df = df.withColumn("_project", F.expr("_project OR coalesce(_okey < _last_alter, false)"))
+        project = project | F.coalesce(F.col("_okey") < F.col("_last_alter"), F.lit(False))
+    df = rows.withColumns(
+        {
+            "_after": F.expr(
+                renamed_keys(lower.format("after")) if planned else lower.format("after")
+            ),
+            "_before": F.expr(
+                renamed_keys(lower.format("before")) if planned else lower.format("before")
+            ),
+            "_project": project,
+        }
+    )
     checked = bool(shards) and not judged  # each row checked against its shard's columns
     if checked:
         df = with_shard_columns(rows.sparkSession, df, shards or [])
@@ -127,16 +135,17 @@ def project_actions(
         or "false"
     )
     df = df.withColumn(
-        "_changes",
-        F.expr(
-            "filter(array("
-            f"CASE WHEN op = 'd' OR (op = 'u' AND ({key_changed})) "
-            "THEN named_struct('a', 'd', 'img', _before, 'sub', 0) END, "
-            "CASE WHEN op IN ('c', 'r', 'u') "
-            "THEN named_struct('a', 'u', 'img', _after, 'sub', 1) END), x -> x IS NOT NULL)"
+        "_change",
+        F.explode(
+            F.expr(
+                "filter(array("
+                f"CASE WHEN op = 'd' OR (op = 'u' AND ({key_changed})) "
+                "THEN named_struct('a', 'd', 'img', _before, 'sub', 0) END, "
+                "CASE WHEN op IN ('c', 'r', 'u') "
+                "THEN named_struct('a', 'u', 'img', _after, 'sub', 1) END), x -> x IS NOT NULL)"
+            )
         ),
     )
-    df = df.withColumn("_change", F.explode("_changes")).drop("_changes")
     reason = "CAST(NULL AS STRING)" if judged else ahead_of_ddl(known)
     if checked:  # ahead of its own shard's DDL, whether or not the target has the column
         reason = f"coalesce({reason}, CASE WHEN _change.a = 'u' AND NOT _project THEN " + (

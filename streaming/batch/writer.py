@@ -244,9 +244,13 @@ class Writer:
         )
         return (
             fresh.join(F.broadcast(frame), on, "left")
-            .withColumn("source", F.coalesce(F.col("_ns"), F.col("source")))
-            .withColumn("db", F.coalesce(F.col("_nd"), F.col("db")))
-            .withColumn("tbl", F.coalesce(F.col("_nt"), F.col("tbl")))
+            .withColumns(
+                {
+                    "source": F.coalesce(F.col("_ns"), F.col("source")),
+                    "db": F.coalesce(F.col("_nd"), F.col("db")),
+                    "tbl": F.coalesce(F.col("_nt"), F.col("tbl")),
+                }
+            )
             .drop("_ms", "_md", "_mt", "_mfrom", "_mat", "_ns", "_nd", "_nt", "_mkeys")
         )
 
@@ -264,11 +268,13 @@ class Writer:
         joined = join_plan(held.withColumnRenamed("_project", "_rproject"), plan, moved)
         released = (
             self.follow_renames(joined)
-            .withColumn("_target", F.col("target"))
-            .withColumn("_version", F.col("version"))
-            .withColumn("_project", F.col("_rproject"))
-            .withColumn(
-                "_fate", F.expr("CASE WHEN _okey < _drop_before THEN 'gone' ELSE 'replay' END")
+            .withColumns(
+                {
+                    "_target": F.col("target"),
+                    "_version": F.col("version"),
+                    "_project": F.col("_rproject"),
+                    "_fate": F.expr("CASE WHEN _okey < _drop_before THEN 'gone' ELSE 'replay' END"),
+                }
             )
             .select(*ROW_COLUMNS)
             .persist()
