@@ -24,10 +24,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from devkit import procs, upstream_local
 
-__all__ = ["DownstreamError", "Postgres", "mariadb", "postgresql", "sink_settings"]
+__all__ = ["DownstreamError", "Postgres", "empty", "mariadb", "postgresql", "sink_settings"]
 
 
 class DownstreamError(procs.ProcessError):
@@ -174,3 +175,43 @@ def sink_settings(kind: str, workdir: Path) -> Iterator[dict[str, object]]:
             yield {"kind": "jdbc", "url": url, "dialect": "postgresql", "user": "postgres"}
     else:
         raise ValueError(f"unknown downstream database {kind!r}: mariadb or postgresql")
+
+
+# What a server has before any run: its own schemas (databases), never dropped by empty().
+_SYSTEM = {
+    "mariadb": ("mysql", "information_schema", "performance_schema", "sys"),
+    "postgresql": ("information_schema", "public"),
+}
+
+
+def empty(spark: Any, sink: dict[str, Any]) -> list[str]:
+    """Drop every schema (database) runs made on the sink's server, and PostgreSQL's tables
+    in ``public``: each scenario file, or group of files, starts on an empty server, as it
+    starts on an empty lake on Delta (their targets' names repeat from run to run). The
+    names dropped."""
+    from streaming.storage.jdbc_sink import JdbcSink, _Statement, forget_made
+
+    dialect = str(sink["dialect"])
+    db = JdbcSink(spark, "scenario-reset", str(sink["url"]), dialect,  # type: ignore[arg-type]
+                  sink.get("user"), sink.get("password"))  # fmt: skip
+    system = _SYSTEM["postgresql" if dialect == "postgresql" else "mariadb"]
+    marks = ", ".join("?" for _ in system)
+    with db._connection() as conn:
+        if dialect == "postgresql":
+            names = db._query(conn, _Statement(
+                f"SELECT nspname FROM pg_namespace WHERE nspname NOT IN ({marks}) "
+                "AND nspname NOT LIKE 'pg\\_%'", system))  # fmt: skip
+            tables = db._query(conn, _Statement(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))  # fmt: skip
+            for (table,) in tables:
+                db._run(conn, _Statement(f"DROP TABLE public.{db._q(table)} CASCADE"))
+            for (name,) in names:
+                db._run(conn, _Statement(f"DROP SCHEMA {db._q(name)} CASCADE"))
+        else:
+            names = db._query(conn, _Statement(
+                "SELECT schema_name FROM information_schema.schemata "
+                f"WHERE schema_name NOT IN ({marks})", system))  # fmt: skip
+            for (name,) in names:
+                db._run(conn, _Statement(f"DROP DATABASE {db._q(name)}"))
+    forget_made(str(sink["url"]))
+    return [n for (n,) in names]

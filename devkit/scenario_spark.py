@@ -96,8 +96,17 @@ class SparkScenarioSession:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def fresh_downstream(self) -> None:
+        """A database sink's server emptied before a file or group runs (targets' names
+        repeat from run to run; on Delta each run has a lake of its own)."""
+        if self.sink.get("kind") == "jdbc":
+            from devkit import downstream_local
+
+            downstream_local.empty(self.spark, self.sink)
+
     def run(self, scenario: Scenario) -> ScenarioResult:
         """One file alone: its own topics, checkpoint and Delta tables."""
+        self.fresh_downstream()
         return _Run(self, scenario).run()
 
     def run_together(self, scenarios: list[Scenario]) -> list[ScenarioResult]:
@@ -108,6 +117,7 @@ class SparkScenarioSession:
         alone = [s.name for s in scenarios if not shares_query(s)]
         if alone:
             raise ValueError(f"files that stop the job run alone, not together: {alone}")
+        self.fresh_downstream()
         return _Group(self, scenarios).run()
 
     def run_files(

@@ -59,7 +59,7 @@ from schemas.model import ColumnType, TableSchema
 from streaming.faults import crash_point
 from streaming.storage.sink import Match, SinkError
 
-__all__ = ["JdbcSink"]
+__all__ = ["JdbcSink", "forget_made"]
 
 DRIVERS = {
     "mariadb": "org.mariadb.jdbc.Driver",
@@ -108,6 +108,13 @@ def _data_exception(jvm: Any, e: Exception) -> str | None:
 # (url, meta) of the databases whose sink tables this process made: a sink is made per
 # micro-batch, its bookkeeping tables once.
 _MADE: set[tuple[str, str]] = set()
+
+
+def forget_made(url: str) -> None:
+    """The bookkeeping tables on the server at ``url`` are made again by the next sink
+    (the server was emptied: the scenario tooling does it between runs)."""
+    for made in [m for m in _MADE if m[0] == url]:
+        _MADE.discard(made)
 
 
 class JdbcSink:
@@ -415,6 +422,14 @@ class JdbcSink:
         recorded = self._recorded_schema(conn, target)
         if recorded is None:
             raise SinkError(f"target {target} has no recorded schema: it was never created")
+        unknown = [c for c in columns if recorded.column(c) is None]
+        if unknown:
+            raise SinkError(
+                f"target {target}: the job writes column(s) {unknown} that the schema "
+                f"recorded with the table ({self._meta('_history')}) lacks: the table was "
+                "made by another job or changed outside this one; compare the two and "
+                "drop or fix the table (docs/database-sink.md)"
+            )
         staged = TableSchema(
             columns=(
                 *(
