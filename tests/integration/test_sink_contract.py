@@ -250,3 +250,24 @@ def test_a_jdbc_change_whose_history_row_was_lost_is_recorded_when_run_again(
     assert "note" in sink.columns(t)
     history = sink.history(t, 10)
     assert [h["operation"] for h in history] == ["ALTER TABLE", "CREATE TABLE"]
+
+
+@pytest.mark.parametrize("dialect", ["mariadb", "postgresql"])
+def test_a_jdbc_merge_of_a_column_the_recorded_schema_lacks_names_it(
+    request: pytest.FixtureRequest, spark: Any, dialect: str
+) -> None:
+    """A table another job made (or one changed outside this job) lacks a column this job
+    writes: the merge is refused with the column's name and writes nothing."""
+    from streaming.storage.sink import SinkError
+
+    url, user, password = request.getfixturevalue("mariadb" if dialect == "mariadb" else "postgres")
+    sink, rows = _jdbc(spark, url, dialect, user, password, "foreign_" + dialect[:2])
+    t = TargetId("shop", "foreign")
+    apply_downstream(sink, create(t), itertools.count(1).__next__, rewrite=False)
+    batch = spark.createDataFrame(
+        [(1, "x", "s1", 7, "u")],
+        f"id int, {ident(ODD)} string, src string, extra int, _action string",
+    )
+    with pytest.raises(SinkError, match=r"column\(s\) \['extra'\] that the schema recorded"):
+        sink.merge(t, batch, ["id"], ["id", ODD, "src", "extra"], 1)
+    assert rows(t) == [] and sink.last_slot(t) is None
