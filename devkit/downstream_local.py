@@ -15,18 +15,20 @@ pytest's would not let it in), removed on exit.
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from devkit import procs, upstream_local
+from schemas.model import quote
 
 __all__ = ["DownstreamError", "Postgres", "empty", "mariadb", "postgresql", "sink_settings"]
 
@@ -160,58 +162,64 @@ def _postgresql(workdir: Path, home: Path, timeout: float) -> Iterator[Postgres]
         procs.terminate([proc.pid], 30.0)
 
 
+# A running server's emptying, by the URL of its sink settings (registered while
+# sink_settings runs it): what empty() calls.
+_EMPTIERS: dict[str, Callable[[], None]] = {}
+
+# PostgreSQL drops every schema a run made and the tables in ``public``; %I quotes each
+# name on the server.
+_EMPTY_POSTGRES = """DO $$ DECLARE n text; BEGIN
+  FOR n IN SELECT nspname FROM pg_namespace
+           WHERE nspname NOT LIKE 'pg\\_%' AND nspname NOT IN ('information_schema', 'public')
+  LOOP EXECUTE format('DROP SCHEMA %I CASCADE', n); END LOOP;
+  FOR n IN SELECT tablename FROM pg_tables WHERE schemaname = 'public'
+  LOOP EXECUTE format('DROP TABLE public.%I CASCADE', n); END LOOP;
+END $$"""
+
+
+def _empty_mariadb(server: upstream_local.Server) -> None:
+    system = set(upstream_local.SYSTEM_DATABASES.split(","))
+    for (name,) in server.execute("SHOW DATABASES"):
+        if name.lower() not in system:
+            server.execute(f"DROP DATABASE {quote(name)}")
+
+
 @contextlib.contextmanager
 def sink_settings(kind: str, workdir: Path) -> Iterator[dict[str, object]]:
     """A local downstream database of ``kind`` (``mariadb`` or ``postgresql``) running,
-    and the job's ``sink`` settings that write to it (``kind: jdbc``); stopped on exit."""
+    and the job's ``sink`` settings that write to it (``kind: jdbc``); stopped on exit.
+    While it runs, :func:`empty` takes those settings."""
     if kind == "mariadb":
         with mariadb(workdir) as server:
             user, password = upstream_local.ADMIN
-            yield {"kind": "jdbc", "url": f"jdbc:mariadb://127.0.0.1:{server.port}/",
-                   "dialect": "mariadb", "user": user, "password": password}  # fmt: skip
+            url = f"jdbc:mariadb://127.0.0.1:{server.port}/"
+            _EMPTIERS[url] = functools.partial(_empty_mariadb, server)
+            try:
+                yield {"kind": "jdbc", "url": url, "dialect": "mariadb", "user": user,
+                       "password": password}  # fmt: skip
+            finally:
+                del _EMPTIERS[url]
     elif kind == "postgresql":
         with postgresql(workdir) as pg:
             url = f"jdbc:postgresql://127.0.0.1:{pg.port}/postgres"
-            yield {"kind": "jdbc", "url": url, "dialect": "postgresql", "user": "postgres"}
+            _EMPTIERS[url] = functools.partial(pg.execute, _EMPTY_POSTGRES)
+            try:
+                yield {"kind": "jdbc", "url": url, "dialect": "postgresql", "user": "postgres"}
+            finally:
+                del _EMPTIERS[url]
     else:
         raise ValueError(f"unknown downstream database {kind!r}: mariadb or postgresql")
 
 
-# What a server has before any run: its own schemas (databases), never dropped by empty().
-_SYSTEM = {
-    "mariadb": ("mysql", "information_schema", "performance_schema", "sys"),
-    "postgresql": ("information_schema", "public"),
-}
+def empty(sink: dict[str, Any]) -> None:
+    """Drop everything runs made on the server of ``sink`` (settings from
+    :func:`sink_settings`, still running): each scenario file, or group of files, starts on
+    an empty server, as it starts on an empty lake on Delta (targets' names repeat from
+    run to run)."""
+    from streaming.storage.jdbc_sink import forget_made
 
-
-def empty(spark: Any, sink: dict[str, Any]) -> list[str]:
-    """Drop every schema (database) runs made on the sink's server, and PostgreSQL's tables
-    in ``public``: each scenario file, or group of files, starts on an empty server, as it
-    starts on an empty lake on Delta (their targets' names repeat from run to run). The
-    names dropped."""
-    from streaming.storage.jdbc_sink import JdbcSink, _Statement, forget_made
-
-    dialect = str(sink["dialect"])
-    db = JdbcSink(spark, "scenario-reset", str(sink["url"]), dialect,  # type: ignore[arg-type]
-                  sink.get("user"), sink.get("password"))  # fmt: skip
-    system = _SYSTEM["postgresql" if dialect == "postgresql" else "mariadb"]
-    marks = ", ".join("?" for _ in system)
-    with db._connection() as conn:
-        if dialect == "postgresql":
-            names = db._query(conn, _Statement(
-                f"SELECT nspname FROM pg_namespace WHERE nspname NOT IN ({marks}) "
-                "AND nspname NOT LIKE 'pg\\_%'", system))  # fmt: skip
-            tables = db._query(conn, _Statement(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))  # fmt: skip
-            for (table,) in tables:
-                db._run(conn, _Statement(f"DROP TABLE public.{db._q(table)} CASCADE"))
-            for (name,) in names:
-                db._run(conn, _Statement(f"DROP SCHEMA {db._q(name)} CASCADE"))
-        else:
-            names = db._query(conn, _Statement(
-                "SELECT schema_name FROM information_schema.schemata "
-                f"WHERE schema_name NOT IN ({marks})", system))  # fmt: skip
-            for (name,) in names:
-                db._run(conn, _Statement(f"DROP DATABASE {db._q(name)}"))
-    forget_made(str(sink["url"]))
-    return [n for (n,) in names]
+    url = str(sink["url"])
+    if url not in _EMPTIERS:
+        raise DownstreamError(f"{url} is not a server sink_settings runs: nothing emptied")
+    _EMPTIERS[url]()
+    forget_made(url)

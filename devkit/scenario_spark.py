@@ -102,7 +102,7 @@ class SparkScenarioSession:
         if self.sink.get("kind") == "jdbc":
             from devkit import downstream_local
 
-            downstream_local.empty(self.spark, self.sink)
+            downstream_local.empty(self.sink)
 
     def run(self, scenario: Scenario) -> ScenarioResult:
         """One file alone: its own topics, checkpoint and Delta tables."""

@@ -113,8 +113,7 @@ _MADE: set[tuple[str, str]] = set()
 def forget_made(url: str) -> None:
     """The bookkeeping tables on the server at ``url`` are made again by the next sink
     (the server was emptied: the scenario tooling does it between runs)."""
-    for made in [m for m in _MADE if m[0] == url]:
-        _MADE.discard(made)
+    _MADE.difference_update([m for m in _MADE if m[0] == url])
 
 
 class JdbcSink:
