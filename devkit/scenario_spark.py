@@ -77,6 +77,8 @@ class SparkScenarioSession:
         """``sink``: the targets' sink settings beyond ``path`` (``kind: jdbc``, ``url``,
         ``dialect``, ``user``, ``password``); None: Delta."""
         self.sink = dict(sink or {})
+        # What the targets are written to, as scenario files name it (their `sinks:`).
+        self.sink_kind: str = self.sink.get("dialect") or "delta"
         self._stack = contextlib.ExitStack()
         self.workdir = Path(workdir or self._stack.enter_context(tempfile.TemporaryDirectory()))
         from devkit import kafka_local
@@ -114,7 +116,7 @@ class SparkScenarioSession:
         in the order given. A file whose steps fail the engine (a client error, a bug) is
         that file's failed result; the others go on. Files that must run alone
         (:func:`shares_query`) are refused."""
-        alone = [s.name for s in scenarios if not shares_query(s)]
+        alone = [s.name for s in scenarios if not shares_query(s, self.sink_kind)]
         if alone:
             raise ValueError(f"files that stop the job run alone, not together: {alone}")
         self.fresh_downstream()
@@ -129,7 +131,10 @@ class SparkScenarioSession:
         are grouped by that count (:func:`rounds`); a group runs when the first of its
         files is due."""
         todo = list(scenarios)
-        shared = [i for i, s in enumerate(todo) if s.runs_on(engine) and shares_query(s)]
+        kind = self.sink_kind
+        shared = [
+            i for i, s in enumerate(todo) if s.runs_on(engine, kind) and shares_query(s, kind)
+        ]
         shared.sort(key=lambda i: (rounds(todo[i]), i))
         group_of: dict[int, list[int]] = {}
         size = -(-len(shared) // -(-len(shared) // GROUP_SIZE)) if shared else 1  # even
@@ -140,8 +145,8 @@ class SparkScenarioSession:
         for i, scenario in enumerate(todo):
             if i in done:
                 pass
-            elif not scenario.runs_on(engine):
-                done[i] = skipped(scenario, engine)
+            elif not scenario.runs_on(engine, kind):
+                done[i] = skipped(scenario, engine, kind)
             elif i not in group_of:
                 done[i] = _guarded(engine, scenario, functools.partial(self.run, scenario))
             else:
@@ -161,7 +166,7 @@ def rounds(scenario: Scenario) -> int:
     return 1 + sum(step.kind in ("expect", "operator") for step in scenario.steps)
 
 
-def shares_query(scenario: Scenario) -> bool:
+def shares_query(scenario: Scenario, sink: str = "delta") -> bool:
     """Whether the file may run in a query with others: its run is not meant to stop the
     job (no strict target, no expected error, and the memory engine runs it to the end
     without one). A stop would end the query for every file in it."""
@@ -170,7 +175,7 @@ def shares_query(scenario: Scenario) -> bool:
     expects = [scenario.expect, *(step.expect for step in scenario.steps)]
     if any(e is not None and e.error is not None for e in expects):
         return False
-    return run_memory(scenario).output.get("error") is None
+    return run_memory(scenario, sink=sink).output.get("error") is None
 
 
 class _Names:
@@ -693,8 +698,9 @@ def run_in_session(
     engine) is that file's failure, with the error's type and message in its JSON and the
     traceback on stderr; the next file runs as usual. Only an interrupt ends the run."""
     for scenario in scenarios:
-        if not scenario.runs_on(engine):  # the file's `engines` leave this one out
-            yield skipped(scenario, engine)
+        kind = session.sink_kind
+        if not scenario.runs_on(engine, kind):  # the file's `engines` or `sinks` leave it out
+            yield skipped(scenario, engine, kind)
             continue
         yield _guarded(engine, scenario, functools.partial(session.run, scenario))
 

@@ -275,6 +275,11 @@ def _alter(dialect: Dialect, db: str | None, table: str, action: exp.Expression)
 def widens(current: ColumnType, wanted: ColumnType, dialect: Dialect) -> bool:
     """Whether the database holds every value of ``current`` in ``wanted`` (so changing
     the column loses nothing), by the types it gives them."""
+    if current.base in ("ENUM", "SET") and wanted.base == current.base:
+        # Members are values: the table keeps each row's member by its text (MySQL and
+        # MariaDB convert ENUM and SET by value; PostgreSQL's TEXT holds any), so every
+        # member kept is every value kept, whatever was added or reordered.
+        return set(current.members) <= set(wanted.members)
     have, want = column_type(current, dialect), column_type(wanted, dialect)
     if have == want:
         return True

@@ -22,6 +22,20 @@ The domains:
 - :class:`Floating`: ``FLOAT``/``DOUBLE``: any number Java parses (too large is infinity,
   not unfit), ``NaN`` and ``Infinity`` included;
 - :class:`Free`: strings, bytes, dates and times: every value.
+
+**A database sink holds less than Delta does** (``sink: {kind: jdbc}``): a MariaDB or
+MySQL table keeps the shard's own types, so ``VARCHAR(3)`` refuses a fourth character and
+``TINYINT UNSIGNED`` refuses 300 or -1 (strict mode: the statement fails, which would fail
+the batch again and again); PostgreSQL's ``VARCHAR(n)`` and ``CHAR(n)`` refuse longer
+strings too (its integers are the next wider signed type: what Delta holds). :func:`limit`
+gives, per dialect, what a column of the table refuses beyond its Delta domain: at most
+``chars`` characters, or an integer between ``lo`` and ``hi``. A value past it is unfit
+as well, with the same reason (the job: ``streaming.batch.rows``, from the sink's
+dialect). A string is judged by its characters, trailing spaces included (the databases
+would drop excess spaces silently: the row is a dead letter instead, never changed on the
+way). Not judged yet (a value past them fails the batch and names the column): the byte
+limits of ``TINYTEXT``/``TEXT``/``BLOB``/``BINARY(n)``, ``ENUM``/``SET`` members, ``YEAR``
+and the temporal ranges.
 """
 
 from __future__ import annotations
@@ -36,7 +50,18 @@ from typing import Any
 
 from schemas.model import SPATIAL_TYPES, Column, ColumnType
 
-__all__ = ["Domain", "Fixed", "Floating", "Free", "Integral", "storage", "unfit", "value_text"]
+__all__ = [
+    "Domain",
+    "Fixed",
+    "Floating",
+    "Free",
+    "Integral",
+    "Limit",
+    "limit",
+    "storage",
+    "unfit",
+    "value_text",
+]
 
 # Java's String.trim and Spark's UTF8String.trimAll drop these around a number.
 _SPACE = "".join(chr(c) for c in range(0x21))
@@ -152,6 +177,52 @@ def storage(t: ColumnType) -> Domain:
     return Free("STRING")
 
 
+@dataclass(frozen=True)
+class Limit:
+    """What a database column refuses beyond its Delta domain: a string of more than
+    ``chars`` characters, an integer outside ``lo`` .. ``hi`` (None: no such bound)."""
+
+    chars: int | None = None
+    lo: int | None = None
+    hi: int | None = None
+
+    def admits(self, text: str) -> bool:
+        """Whether the value, as its Delta domain admitted it, is inside the limit."""
+        if self.chars is not None and len(text) > self.chars:
+            return False
+        if self.lo is not None and self.hi is not None:
+            digits = _TRAILING_ZEROS.sub("", text).strip(_SPACE)
+            if _INTEGER.fullmatch(digits) and not self.lo <= int(digits) <= self.hi:
+                return False
+        return True
+
+
+# MySQL's integer ranges where they are narrower than the Delta type a column is stored
+# as (MEDIUMINT is an INT, an unsigned type the next wider signed one).
+_MYSQL_RANGES = {
+    ("TINYINT", True): (0, 2**8 - 1),
+    ("SMALLINT", True): (0, 2**16 - 1),
+    ("MEDIUMINT", False): (-(2**23), 2**23 - 1),
+    ("MEDIUMINT", True): (0, 2**24 - 1),
+    ("INT", True): (0, 2**32 - 1),
+    ("BIGINT", True): (0, 2**64 - 1),
+}
+
+
+def limit(t: ColumnType, dialect: str | None) -> Limit | None:
+    """What a column of type ``t`` refuses in a table of ``dialect`` (``mariadb``,
+    ``mysql``, ``postgresql``) beyond :func:`storage`'s domain; None for Delta (``dialect``
+    None) and for a type without such a limit (the module text)."""
+    if dialect is None:
+        return None
+    if t.base in ("CHAR", "VARCHAR"):
+        return Limit(chars=t.length or 1)
+    if dialect in ("mariadb", "mysql") and (t.base, t.unsigned) in _MYSQL_RANGES:
+        lo, hi = _MYSQL_RANGES[(t.base, t.unsigned)]
+        return Limit(lo=lo, hi=hi)
+    return None
+
+
 def value_text(value: Any) -> str | None:
     """A row value as the job reads it: the text of its JSON value in the row image (a
     string as it is, a number as JSON writes it, ``true``/``false``), None for null."""
@@ -166,11 +237,15 @@ def value_text(value: Any) -> str | None:
     return json.dumps(value, separators=(",", ":"), default=str)
 
 
-def unfit(column: Column, value: Any) -> str | None:
-    """Why ``value`` cannot be stored in ``column`` downstream, or None when it can (null
-    always can), in the job's words (``streaming.batch.rows.project_actions``)."""
+def unfit(column: Column, value: Any, dialect: str | None = None) -> str | None:
+    """Why ``value`` cannot be stored in ``column`` downstream (a Delta table, or a table of
+    the database ``dialect``), or None when it can (null always can), in the job's words
+    (``streaming.batch.rows.project_actions``)."""
     text = value_text(value)
-    if text is None or storage(column.type).admits(text):
+    if text is None:
+        return None
+    bound = limit(column.type, dialect)
+    if storage(column.type).admits(text) and (bound is None or bound.admits(text)):
         return None
     target = column.type.type_sql()
     return f"value {text} of column {column.name} does not fit the target type {target}"

@@ -109,17 +109,17 @@ def _scenario_run(args: argparse.Namespace) -> int:
     if args.engine in DEV_ENGINES:
         # Loaded before any file is read, so a missing kit is said at once.
         engines[args.engine] = _load(DEV_ENGINES[args.engine][0], f"the {args.engine} engine")
-    if args.sink != "delta":
-        if args.engine != "spark":
-            print("shardmerge: --sink is the spark engine's", file=sys.stderr)
-            return 2
+    if args.sink is not None and args.engine == "mariadb" and args.sink != "delta":
+        print("shardmerge: the mariadb engine writes Delta only (--sink)", file=sys.stderr)
+        return 2
+    if args.engine == "spark" and args.sink not in (None, "delta"):
         engines["spark"] = functools.partial(engines["spark"], sink=args.sink)
     if args.topics != "per-shard":
         if args.engine != "mariadb":
             print("shardmerge: --topics is the mariadb engine's", file=sys.stderr)
             return 2
         engines["mariadb"] = functools.partial(engines["mariadb"], topics=args.topics)
-    results = run_files(args.files, args.engine, engines=engines)
+    results = run_files(args.files, args.engine, engines=engines, sink=args.sink)
     for result in results:
         print(json.dumps(result.output, default=str), flush=True)
     if any(r.invalid for r in results):
@@ -160,10 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     srun.add_argument(
         "--sink",
-        default="delta",
+        default=None,
         choices=["delta", "mariadb", "postgresql"],
         help="spark engine: where the job writes the target: a Delta table (default), or a "
-        "local MariaDB or PostgreSQL server the run starts (the JDBC sink)",
+        "local MariaDB or PostgreSQL server the run starts (the JDBC sink); memory engine: "
+        "the sink it plans for (default each file's first `sinks:` entry, Delta unless the "
+        "file says otherwise); a file whose `sinks:` leave it out is skipped by the engines "
+        "that write",
     )
     srun.add_argument(
         "--topics",

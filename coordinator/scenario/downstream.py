@@ -22,7 +22,7 @@ from schemas.model import TableSchema
 from schemas.storage import unfit
 from shardmerge.errors import ShardMergeError
 
-__all__ = ["NEVER_REGISTERED", "DeadLetter", "MemoryTable", "RowError"]
+__all__ = ["NEVER_REGISTERED", "DeadLetter", "MemoryTable", "RowError", "database_dialect"]
 
 # The job's reason for a row of a routed table whose CREATE TABLE it never read
 # (streaming/batch/writer.py, the rows of fate ``unknown``).
@@ -59,15 +59,23 @@ class DeadLetter:
         return cls(shard, op, dict(after if after is not None else before or {}), reason)
 
 
+def database_dialect(sink: str) -> str | None:
+    """The database dialect of a scenario's sink (``SinkKind``); None for Delta."""
+    return None if sink == "delta" else sink
+
+
 @dataclass
 class MemoryTable:
     target: TargetId
     schema: TableSchema
     rows: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
+    # A database's table (``mariadb``, ``mysql``, ``postgresql``): its columns refuse more
+    # values than Delta's (``schemas.storage.limit``); None: a Delta table.
+    dialect: str | None = None
 
     @classmethod
-    def create(cls, decision: CreateTarget) -> MemoryTable:
-        return cls(decision.target, decision.schema)
+    def create(cls, decision: CreateTarget, dialect: str | None = None) -> MemoryTable:
+        return cls(decision.target, decision.schema, dialect=dialect)
 
     def key(self, row: dict[str, Any]) -> tuple[Any, ...]:
         names = self.schema.primary_key or self.schema.column_names()
@@ -154,7 +162,7 @@ class MemoryTable:
         taken = {k.lower() for k in extra}
         for c in self.schema.columns:
             if c.key in lowered and c.key not in taken:
-                why = unfit(c, lowered[c.key])
+                why = unfit(c, lowered[c.key], self.dialect)
                 if why is not None:
                     return why
         return None

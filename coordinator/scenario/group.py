@@ -54,7 +54,12 @@ from coordinator.group import (
 )
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.routing import TableKind
-from coordinator.scenario.downstream import NEVER_REGISTERED, DeadLetter, MemoryTable
+from coordinator.scenario.downstream import (
+    NEVER_REGISTERED,
+    DeadLetter,
+    MemoryTable,
+    database_dialect,
+)
 from coordinator.scenario.memory import (
     Late,
     Stash,
@@ -140,11 +145,13 @@ class GroupEngine:
         *,
         schedule: RandomSchedule | None = None,
         roundtrip: bool = False,
+        sink: str | None = None,
     ) -> None:
         if not scenario.jobs:
             raise ScenarioFileError(f"{scenario.path}: a group needs `jobs:`")
         self.scenario = scenario
         self.roundtrip = roundtrip
+        self.dialect = database_dialect(scenario.planned_sink(sink))
         _, self.router, config = build_coordinator(scenario)
         self.configs = {TargetId.parse(scenario.target): config}
         self.log = MemoryLog()
@@ -497,7 +504,7 @@ class GroupEngine:
                 if owner_waits_for(acks):  # G5, as the streaming job's owner applies it
                     continue
                 if isinstance(d, CreateTarget):
-                    self.tables.setdefault(target, MemoryTable.create(d))
+                    self.tables.setdefault(target, MemoryTable.create(d, self.dialect))
                 else:
                     before = self.decided[(target, version - 1)].schema.column_names()
                     have = self.tables[target].schema.column_names()

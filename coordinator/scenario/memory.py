@@ -31,7 +31,12 @@ from coordinator.ids import Position, ShardId, TargetId
 from coordinator.moves import Moves
 from coordinator.policy import Policy
 from coordinator.routing import Extract, Route, Router
-from coordinator.scenario.downstream import NEVER_REGISTERED, DeadLetter, MemoryTable
+from coordinator.scenario.downstream import (
+    NEVER_REGISTERED,
+    DeadLetter,
+    MemoryTable,
+    database_dialect,
+)
 from coordinator.scenario.model import Scenario, Step
 from coordinator.scenario.moving import MoveDriver
 from coordinator.scenario.observe import Observation, observe
@@ -151,9 +156,13 @@ def build_coordinator(scenario: Scenario) -> tuple[Coordinator, Router, TargetCo
 class MemoryEngine:
     name = "memory"
 
-    def __init__(self, scenario: Scenario, *, roundtrip: bool = False) -> None:
+    def __init__(
+        self, scenario: Scenario, *, roundtrip: bool = False, sink: str | None = None
+    ) -> None:
         self.scenario = scenario
         self.roundtrip = roundtrip
+        # The target's table is a database's (its columns refuse more values) or Delta's.
+        self.dialect = database_dialect(scenario.planned_sink(sink))
         self.coordinator, self.router, self.config = build_coordinator(scenario)
         self.upstream = Upstream()
         self.tables: dict[TargetId, MemoryTable] = {}
@@ -262,7 +271,7 @@ class MemoryEngine:
         for d in decisions:
             match d:
                 case CreateTarget():
-                    self.tables.setdefault(d.target, MemoryTable.create(d))
+                    self.tables.setdefault(d.target, MemoryTable.create(d, self.dialect))
                 case ApplyDDL():
                     self.tables[d.target].apply(d)
                 case Truncate():

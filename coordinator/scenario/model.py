@@ -17,6 +17,7 @@ from shardmerge.errors import ShardMergeError
 
 __all__ = [
     "ENGINES",
+    "SINKS",
     "Expect",
     "ExpectDeadLetter",
     "Scenario",
@@ -28,6 +29,9 @@ __all__ = [
 Stage = Literal["none", "waiting", "conflict"]
 Engine = Literal["memory", "spark", "mariadb"]
 ENGINES: tuple[Engine, ...] = ("memory", "spark", "mariadb")
+# Where the job writes the target: a Delta table, or a table of a database (the JDBC sink).
+SinkKind = Literal["delta", "mariadb", "mysql", "postgresql"]
+SINKS: tuple[SinkKind, ...] = ("delta", "mariadb", "mysql", "postgresql")
 
 
 class ScenarioFileError(ShardMergeError):
@@ -183,6 +187,10 @@ class Scenario(_Strict):
     # The engines the file runs on; a file for some engines only is reported as skipped
     # by the others.
     engines: list[Engine] = Field(default_factory=lambda: list(ENGINES), min_length=1)
+    # The sinks whose target the file's expectations describe (a database's VARCHAR(3)
+    # refuses what Delta's STRING takes); a job writing another sink reports the file as
+    # skipped. The memory engine plans for the first one unless told another.
+    sinks: list[SinkKind] = Field(default_factory=lambda: list(SINKS), min_length=1)
     path: str = ""
 
     @field_validator("policy")
@@ -254,8 +262,16 @@ class Scenario(_Strict):
                 raise ValueError(f"steps[{i}].{step.kind}: no move {named!r} is declared")
         return self
 
-    def runs_on(self, engine: str) -> bool:
-        return engine in self.engines
+    def runs_on(self, engine: str, sink: str | None = None) -> bool:
+        """Whether ``engine``, writing ``sink`` (None: whatever it writes), runs the file."""
+        return engine in self.engines and (sink is None or sink in self.sinks)
+
+    def planned_sink(self, sink: str | None = None) -> str:
+        """The sink the memory engine plans for: ``sink``, or the file's first."""
+        if sink is not None and sink not in SINKS:
+            known = ", ".join(SINKS)
+            raise ScenarioFileError(f"{self.path}: unknown sink {sink!r}: one of {known}")
+        return sink if sink is not None else self.sinks[0]
 
 
 def load_scenario(path: str | Path) -> Scenario:

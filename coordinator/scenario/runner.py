@@ -28,22 +28,26 @@ class ScenarioResult:
     skipped: bool = False
 
 
-def skipped(scenario: Scenario, engine: str) -> ScenarioResult:
-    """The result for a file whose ``engines`` leave this one out: reported as skipped
-    (``"skipped"`` in its JSON, SKIPPED on stderr), never run and never called passed."""
-    why = f"runs on {', '.join(scenario.engines)} only, not on {engine}"
+def skipped(scenario: Scenario, engine: str, sink: str | None = None) -> ScenarioResult:
+    """The result for a file whose ``engines`` (or ``sinks``) leave this one out: reported
+    as skipped (``"skipped"`` in its JSON, SKIPPED on stderr), never run and never called
+    passed."""
+    if engine not in scenario.engines:
+        why = f"runs on {', '.join(scenario.engines)} only, not on {engine}"
+    else:
+        why = f"describes a target on {', '.join(scenario.sinks)} only, not on {sink}"
     output = {"name": scenario.name, "ok": True, "skipped": why, "engine": engine,
               "error": None, "failures": []}  # fmt: skip
     return ScenarioResult(scenario.name, engine, True, output, skipped=True)
 
 
-def select(paths: Iterable[str | Path], engine: str) -> list[Path]:
-    """The scenario files whose ``engines`` include ``engine`` (an invalid file is kept:
-    running it reports why)."""
+def select(paths: Iterable[str | Path], engine: str, sink: str | None = None) -> list[Path]:
+    """The scenario files whose ``engines`` include ``engine`` (and with ``sink``, whose
+    ``sinks`` include it; an invalid file is kept: running it reports why)."""
     out = []
     for path in paths:
         try:
-            if not load_scenario(path).runs_on(engine):
+            if not load_scenario(path).runs_on(engine, sink):
                 continue
         except ScenarioFileError:
             pass
@@ -52,14 +56,19 @@ def select(paths: Iterable[str | Path], engine: str) -> list[Path]:
 
 
 def run_memory(
-    scenario: Scenario, *, roundtrip: bool = False, schedule: RandomSchedule | None = None
+    scenario: Scenario,
+    *,
+    roundtrip: bool = False,
+    schedule: RandomSchedule | None = None,
+    sink: str | None = None,
 ) -> ScenarioResult:
     """One file on the memory engine (with ``jobs:``, the group engine; ``schedule``: its
-    batches at random instead of in lockstep)."""
+    batches at random instead of in lockstep), planned for a target on ``sink`` (default:
+    the file's first sink; a database's columns refuse more values than Delta's)."""
     engine: MemoryEngine | GroupEngine = (
-        GroupEngine(scenario, roundtrip=roundtrip, schedule=schedule)
+        GroupEngine(scenario, roundtrip=roundtrip, schedule=schedule, sink=sink)
         if scenario.jobs
-        else MemoryEngine(scenario, roundtrip=roundtrip)
+        else MemoryEngine(scenario, roundtrip=roundtrip, sink=sink)
     )
     failures: list[str] = []
     invalid = False
@@ -115,9 +124,12 @@ def run_files(
     engine: str = "memory",
     progress: TextIO = sys.stderr,
     engines: Mapping[str, EngineRunner] | None = None,
+    sink: str | None = None,
 ) -> list[ScenarioResult]:
-    """Run files in order on ``engine``: ``memory`` or one of ``engines``."""
-    runners: dict[str, EngineRunner] = {"memory": lambda ss: (run_memory(s) for s in ss)}
+    """Run files in order on ``engine``: ``memory`` or one of ``engines``, the target on
+    ``sink`` (the memory engine plans for it, default each file's first; another engine
+    writes it, default Delta, and reports a file for other sinks as skipped)."""
+    runners: dict[str, EngineRunner] = {"memory": lambda ss: (run_memory(s, sink=sink) for s in ss)}
     runners.update(engines or {})
     if engine not in runners:
         raise ShardMergeError(
@@ -137,8 +149,12 @@ def run_files(
                     invalid=True,
                 )
             )  # fmt: skip
+    # The memory engine plans for each file's first sink unless told one.
+    writes = sink if engine == "memory" else (sink or "delta")
     loaded = [
-        skipped(s, engine) if isinstance(s, Scenario) and not s.runs_on(engine) else s
+        skipped(s, engine, writes)
+        if isinstance(s, Scenario) and not s.runs_on(engine, writes)
+        else s
         for s in loaded
     ]
     scenarios = [s for s in loaded if isinstance(s, Scenario)]

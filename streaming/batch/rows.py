@@ -19,10 +19,16 @@ from pyspark.sql import functions as F
 
 from coordinator.routing import Extract
 from schemas.model import TableSchema
+from schemas.storage import limit
 from streaming.batch.row_fit import ShardColumns, ahead_sql, keyless_sql, with_shard_columns
 from streaming.config import SourceSettings, anchored
 from streaming.sql.quoting import ident, map_get, string
-from streaming.sql.spark_types import debezium_member_expr, literal_expr, value_expr
+from streaming.sql.spark_types import (
+    debezium_member_expr,
+    limit_sql,
+    literal_expr,
+    value_expr,
+)
 
 __all__ = [
     "ahead_of_ddl",
@@ -78,6 +84,7 @@ def project_actions(
     project_all: bool = False,
     shards: list[ShardColumns] | None = None,
     judged: bool = False,
+    dialect: str | None = None,
 ) -> DataFrame:
     """Every event's key actions, projected onto the downstream columns, with
     ``_action``, ``_okey``, ``_sub`` and ``_reason`` (not null: the action cannot be
@@ -90,7 +97,9 @@ def project_actions(
     caller already knows that no row is ahead of a DDL (the fast path judged every shard's
     sets of named columns, ``streaming.batch.writer.Writer.fast_targets``), so ``_reason`` is
     NULL and the per-row checks behind it (the shard columns' join included) are left
-    out."""
+    out. ``dialect``: the targets are a database's tables (``sink.dialect``), whose
+    columns refuse more values than Delta's (``schemas.storage.limit``): those are unfit
+    too."""
     extra = {
         (extract.source_column or "").lower(): "source",
         (extract.db_column or "").lower(): "db",
@@ -179,10 +188,13 @@ def project_actions(
         # Read from the projected value, computed once: a value the image holds (not
         # null) that came out NULL did not convert (a column the image lacks took its
         # fill, and the image's own value is NULL then).
-        unfit.append(
-            f"WHEN {ident(f'_c_{col.key}')} IS NULL AND {got} IS NOT NULL "
-            f"THEN concat('value ', {got}, {why})"
-        )
+        projected_value = ident(f"_c_{col.key}")
+        refused = f"{projected_value} IS NULL"
+        bound = limit(col.type, dialect)
+        if bound is not None:  # a database refuses more than the Delta type does
+            refused += f" OR {limit_sql(bound, projected_value)}"
+        refused = f"{got} IS NOT NULL AND ({refused})"
+        unfit.append(f"WHEN {refused} THEN concat('value ', {got}, {why})")
     # A row is never written under a key it does not carry (its delete, for op d).
     keys = [k.lower() for k in upstream_key]
     keyless = (

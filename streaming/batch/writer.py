@@ -392,6 +392,7 @@ class Writer:
             self.c.extract_of(target),
             shards=shard_columns(self.c.shard_schemas(target)),
             judged=not keep,
+            dialect=self.settings.sink.dialect if self.settings.sink.kind == "jdbc" else None,
         ).withColumn("_unfit", F.expr(no_ddl_sql(self.caught)))
         # The fast path (not kept): Delta's MERGE reads the projection once, and its rows
         # were judged not ahead of any DDL (fast_targets), so they are not checked again.

@@ -14,9 +14,10 @@ import re
 
 from schemas.debezium_enum import value_map
 from schemas.model import SPATIAL_TYPES, ColumnType, TableSchema, string_value
+from schemas.storage import Limit
 from streaming.sql.quoting import ident, literal, string
 
-__all__ = ["debezium_member_expr", "delta_type", "value_expr", "widens_in_place"]
+__all__ = ["debezium_member_expr", "delta_type", "limit_sql", "value_expr", "widens_in_place"]
 
 _INT_SIGNED = {
     "TINYINT": "TINYINT",
@@ -59,6 +60,18 @@ def delta_type(t: ColumnType) -> str:
     if t.base in SPATIAL_TYPES or t.base == "VECTOR":
         return "BINARY"  # WKB; MariaDB's VECTOR is packed floats
     return "STRING"
+
+
+def limit_sql(bound: Limit, value: str) -> str:
+    """A condition on ``value`` (SQL of a column's projected value): it is past ``bound``
+    (``schemas.storage.Limit``), as ``Limit.admits`` judges it; false for NULL."""
+    terms = []
+    if bound.chars is not None:
+        terms.append(f"char_length({value}) > {int(bound.chars)}")
+    if bound.lo is not None and bound.hi is not None:
+        lo, hi = (f"CAST({string(str(int(b)))} AS DECIMAL(38,0))" for b in (bound.lo, bound.hi))
+        terms.append(f"{value} < {lo} OR {value} > {hi}")
+    return "coalesce(" + " OR ".join(f"({t})" for t in terms) + ", false)" if terms else "false"
 
 
 def value_expr(t: ColumnType, text: str) -> str:

@@ -180,3 +180,58 @@ def test_a_narrowing_is_checked_row_by_row_by_each_database(mariadb, postgres):
     # the rows are as they were
     assert mariadb.execute(f"SELECT a FROM {_q(DB)}.n") == [("much too long",)]
     assert postgres.execute(f"SELECT a FROM {table}").strip() == "much too long"
+
+
+def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mariadb, postgres):
+    """schemas.storage.limit against the databases: a value inside the column's Delta
+    domain is admitted exactly when the database stores it as it is (a value either
+    refuses, or would store changed, is a dead letter; the job never fails on it)."""
+    from schemas.ddl import parse_type
+    from schemas.storage import limit
+    from tests.unit.test_storage import LIMIT_CASES
+
+    def literal(t: ColumnType, text: str) -> str:  # as the sink writes the converted value
+        return text.split(".")[0] if t.base in INTEGERS else "'" + text.replace("'", "''") + "'"
+
+    INTEGERS = {"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT"}
+    types = [parse_type(sql) for sql, *_ in LIMIT_CASES]
+    pg_table = '"' + DB.replace('"', '""') + '"."lim"'
+    for dialect in ("mariadb", "postgresql"):
+        columns = ", ".join(
+            f"c{i} {column_type(t, dialect).sql(_SG[dialect])}" for i, t in enumerate(types)
+        )
+        ddl = f"CREATE TABLE {{}} (id INT NOT NULL PRIMARY KEY, {columns})"
+        if dialect == "mariadb":
+            mariadb.execute(ddl.format(f"{_q(DB)}.lim") + " DEFAULT CHARSET=utf8mb4")
+        else:
+            postgres.execute(ddl.format(pg_table))
+    stored: dict[str, list[bool]] = {"mariadb": [], "postgresql": []}
+    for i, ((_, text, *_), t) in enumerate(zip(LIMIT_CASES, types, strict=True)):
+        insert = f"INSERT INTO {{}} (id, c{i}) VALUES ({i}, {literal(t, text)})"
+        try:
+            with mariadb.connect() as conn, conn.cursor() as cur:
+                cur.execute("SET SESSION sql_mode = 'STRICT_ALL_TABLES'")
+                cur.execute(insert.format(f"{_q(DB)}.lim"))
+                conn.commit()
+            (got,) = mariadb.execute(f"SELECT c{i} FROM {_q(DB)}.lim WHERE id = {i}")
+            stored["mariadb"].append(str(got[0]) == literal(t, text).strip("'"))
+        except pymysql.err.MySQLError:
+            stored["mariadb"].append(False)
+        try:
+            postgres.execute(insert.format(pg_table))
+            got = postgres.execute(f"SELECT c{i} FROM {pg_table} WHERE id = {i}")
+            stored["postgresql"].append(got.rstrip("\n") == literal(t, text).strip("'"))
+        except downstream_local.DownstreamError:
+            stored["postgresql"].append(False)
+    for dialect in ("mariadb", "postgresql"):
+        admitted = [
+            (bound := limit(t, dialect)) is None or bound.admits(text)
+            for (_, text, *_), t in zip(LIMIT_CASES, types, strict=True)
+        ]
+        assert admitted == stored[dialect], dialect
+    # and the stated expectations are what both say
+    assert stored["mariadb"] == [c[2] for c in LIMIT_CASES]
+    assert stored["postgresql"] == [c[3] for c in LIMIT_CASES]
+
+
+_SG = {"mariadb": "mysql", "postgresql": "postgres"}

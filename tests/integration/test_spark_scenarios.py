@@ -21,8 +21,11 @@ from devkit.scenario_spark import SparkScenarioSession
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
-# Only the files that list the spark engine (`engines:`, default every engine).
-SCENARIOS = select(sorted((Path(__file__).parents[1] / "scenarios").rglob("*.yaml")), "spark")
+# Only the files that list the spark engine (`engines:`, default every engine) and Delta
+# (`sinks:`, default every sink).
+SCENARIOS = select(
+    sorted((Path(__file__).parents[1] / "scenarios").rglob("*.yaml")), "spark", "delta"
+)
 
 
 # Sink settings for every file, as JSON (scripts/append-check: the append path of new keys

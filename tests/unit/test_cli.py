@@ -85,3 +85,24 @@ def test_a_command_is_checked_against_the_latest_state_when_given() -> None:
         why(f"{held} --replace 'ALTER TABLE orders_1 ADD c INT' --replace 'ALTER TABLE'") or ""
     )
     assert "is not one ALTER" in (why(f"{held} --replace 'DROP TABLE orders_1'") or "")
+
+
+def test_the_memory_engine_plans_for_the_sink_it_is_given():
+    beyond = ROOT / "tests/scenarios/beyond"
+    database = beyond / "ignored-modify-then-unfit-value-dead-letter-database-optimistic.yaml"
+    delta = beyond / "ignored-modify-then-unfit-value-dead-letter-optimistic.yaml"
+    for sink, skipped in (("postgresql", [False, True]), ("delta", [True, False])):
+        out = subprocess.run(
+            [sys.executable, "-m", "shardmerge.cli", "scenario", "run", "--sink", sink,
+             str(database), str(delta)],
+            cwd=ROOT, capture_output=True, text=True,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        lines = [json.loads(line) for line in out.stdout.splitlines()]
+        assert ["skipped" in r for r in lines] == skipped
+    out = subprocess.run(
+        [sys.executable, "-m", "shardmerge.cli", "scenario", "run", "--engine", "mariadb",
+         "--sink", "postgresql", str(delta)],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.returncode == 2 and "writes Delta only" in out.stderr

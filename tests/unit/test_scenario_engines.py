@@ -1,6 +1,7 @@
-"""A scenario file says which engines it runs on (``engines:``, default every engine): the
-spark test parametrizes over the files that list spark only, and an engine given a file
-that leaves it out reports it as skipped, without running it."""
+"""A scenario file says which engines it runs on (``engines:``, default every engine) and
+which sinks its expectations describe (``sinks:``, default every sink): the spark test
+parametrizes over the files that list spark and Delta only, and an engine given a file
+that leaves it (or the sink it writes) out reports it as skipped, without running it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.scenario.model import ENGINES, Scenario, ScenarioFileError, load_scenario
-from coordinator.scenario.runner import ScenarioResult, run_files, select
+from coordinator.scenario.runner import ScenarioResult, run_files, run_memory, select
 from devkit.scenario_spark import run_in_session
 
 ROOT = Path(__file__).parents[1] / "scenarios"
@@ -32,8 +33,12 @@ DEAD_LETTERS_MEMORY_ONLY = [
 ]
 # dead letters on memory and spark, not on the real upstream (its oracle is the shards')
 DEAD_LETTERS_NOT_MARIADB = [
+    ROOT / "beyond" / "ignored-modify-then-unfit-value-dead-letter-database-optimistic.yaml",
     ROOT / "beyond" / "ignored-modify-then-unfit-value-dead-letter-optimistic.yaml",
 ]
+# a target on a database (the JDBC sink): its VARCHAR(3) refuses what Delta's takes
+DATABASE_ONLY = [DEAD_LETTERS_NOT_MARIADB[0]]
+DELTA_ONLY = [DEAD_LETTERS_NOT_MARIADB[1]]
 
 
 def test_engines_default_to_every_engine_and_which_files_leave_some_out() -> None:
@@ -51,6 +56,10 @@ def test_select_keeps_the_files_that_list_the_engine() -> None:
     assert select(ALL, "memory") == ALL
     not_spark = GROUPS + DEAD_LETTERS_MEMORY_ONLY
     assert select(ALL, "spark") == [p for p in ALL if p not in not_spark]
+    on_delta = [p for p in ALL if p not in not_spark + DATABASE_ONLY]
+    assert select(ALL, "spark", "delta") == on_delta
+    on_mariadb = [p for p in ALL if p not in not_spark + DELTA_ONLY]
+    assert select(ALL, "spark", "mariadb") == on_mariadb
     assert NOT_MARIADB and all(load_scenario(p).unseen for p in NOT_MARIADB)
     left_out = (
         GROUPS + NOT_MARIADB + MOVES_NOT_MARIADB + DEAD_LETTERS_MEMORY_ONLY
@@ -62,7 +71,8 @@ def test_select_keeps_the_files_that_list_the_engine() -> None:
 def test_the_spark_test_runs_only_the_files_that_list_spark() -> None:
     from tests.integration.test_spark_scenarios import SCENARIOS
 
-    assert [p for p in ALL if p not in GROUPS + DEAD_LETTERS_MEMORY_ONLY] == SCENARIOS
+    left_out = GROUPS + DEAD_LETTERS_MEMORY_ONLY + DATABASE_ONLY
+    assert [p for p in ALL if p not in left_out] == SCENARIOS
 
 
 def test_an_engine_not_listed_reports_the_file_skipped_without_running_it() -> None:
@@ -82,11 +92,14 @@ def test_an_engine_not_listed_reports_the_file_skipped_without_running_it() -> N
 
 def test_the_spark_file_runner_skips_a_file_that_leaves_it_out() -> None:
     class Session:
+        sink_kind = "delta"
+
         def run(self, scenario: Scenario) -> ScenarioResult:
             raise AssertionError(f"{scenario.name} must not run on spark")
 
-    results = list(run_in_session(Session(), [load_scenario(MEMORY_ONLY)], "spark"))  # type: ignore[arg-type]
-    assert [r.skipped for r in results] == [True]
+    files = [load_scenario(MEMORY_ONLY), load_scenario(DATABASE_ONLY[0])]
+    results = list(run_in_session(Session(), files, "spark"))  # type: ignore[arg-type]
+    assert [r.skipped for r in results] == [True, True]
 
 
 def test_an_unknown_engine_name_is_an_invalid_file(tmp_path: Path) -> None:
@@ -94,3 +107,37 @@ def test_an_unknown_engine_name_is_an_invalid_file(tmp_path: Path) -> None:
     bad.write_text(EVERYWHERE.read_text() + "\nengines: [memory, flink]\n")
     with pytest.raises(ScenarioFileError, match=r"engines\.1"):
         load_scenario(bad)
+
+
+def test_a_file_for_other_sinks_is_skipped_by_an_engine_writing_another() -> None:
+    ran: list[str] = []
+
+    def spark(scenarios: list[Scenario]) -> list[ScenarioResult]:
+        ran.extend(s.name for s in scenarios)
+        return [ScenarioResult(s.name, "spark", True, {"ok": True}) for s in scenarios]
+
+    files = [*DATABASE_ONLY, *DELTA_ONLY]
+    results = run_files(files, "spark", io.StringIO(), {"spark": spark})  # Delta by default
+    assert ran == [load_scenario(DELTA_ONLY[0]).name]
+    assert [r.skipped for r in results] == [True, False]
+    assert "on mariadb, mysql, postgresql only, not on delta" in results[0].output["skipped"]
+    ran.clear()
+    results = run_files(files, "spark", io.StringIO(), {"spark": spark}, sink="postgresql")
+    assert ran == [load_scenario(DATABASE_ONLY[0]).name]
+    assert [r.skipped for r in results] == [False, True]
+
+
+def test_the_memory_engine_plans_for_the_files_first_sink_or_the_one_it_is_given() -> None:
+    database, delta = load_scenario(DATABASE_ONLY[0]), load_scenario(DELTA_ONLY[0])
+    assert database.sinks == ["mariadb", "mysql", "postgresql"] and delta.sinks == ["delta"]
+    assert load_scenario(EVERYWHERE).sinks == ["delta", "mariadb", "mysql", "postgresql"]
+    # each passes as it is planned by default; run_files skips the other when told a sink
+    results = run_files([*DATABASE_ONLY, *DELTA_ONLY], "memory", io.StringIO())
+    assert [r.ok and not r.skipped for r in results] == [True, True]
+    results = run_files([*DATABASE_ONLY, *DELTA_ONLY], "memory", io.StringIO(), sink="delta")
+    assert [r.skipped for r in results] == [True, False]
+    # planned for the other kind of sink, each file's expectations fail: they differ
+    assert not run_memory(database, sink="delta").ok
+    assert not run_memory(delta, sink="mariadb").ok
+    with pytest.raises(ScenarioFileError, match="unknown sink 'iceberg'"):
+        run_memory(delta, sink="iceberg")

@@ -56,6 +56,8 @@ def test_a_file_alone_keeps_its_own_names() -> None:
 class _Session:
     """Records how files were run; results name the way each ran."""
 
+    sink_kind = "delta"
+
     def __init__(self) -> None:
         self.calls: list[list[str]] = []
 

@@ -11,7 +11,7 @@ from coordinator.ids import ShardId, TargetId
 from coordinator.scenario.downstream import MemoryTable
 from schemas.ddl import parse_create_table, parse_type
 from schemas.model import Column
-from schemas.storage import storage, unfit, value_text
+from schemas.storage import Limit, limit, storage, unfit, value_text
 from streaming.sql.spark_types import delta_type
 
 TYPES = [
@@ -116,6 +116,60 @@ def test_the_reason_is_the_jobs() -> None:
     assert unfit(d, "12345.67") == (
         "value 12345.67 of column price does not fit the target type DECIMAL(5,2)"
     )
+
+
+# --- a database's columns ---------------------------------------------------------------
+
+# (type, the value's text, whether it fits on mariadb/mysql, whether it fits on postgresql),
+# each inside the type's Delta domain. Shared with the integration tests, which ask Spark
+# (streaming.sql.spark_types.limit_sql) and the real databases the same questions.
+LIMIT_CASES = [
+    ("VARCHAR(3)", "abc", True, True),
+    ("VARCHAR(3)", "abcd", False, False),
+    ("VARCHAR(3)", "åß€", True, True),  # three characters, seven bytes
+    ("VARCHAR(3)", "ab  ", False, False),  # stored cut to "ab " by either: not the value
+    ("VARCHAR(3)", "", True, True),
+    ("CHAR(2)", "xyz", False, False),
+    ("TINYINT UNSIGNED", "255", True, True),
+    ("TINYINT UNSIGNED", "256", False, True),  # PostgreSQL: SMALLINT
+    ("TINYINT UNSIGNED", "-1", False, True),
+    ("SMALLINT UNSIGNED", "65536", False, True),
+    ("MEDIUMINT", "8388608", False, True),
+    ("MEDIUMINT", "-8388608", True, True),
+    ("MEDIUMINT UNSIGNED", "16777215", True, True),
+    ("INT UNSIGNED", "4294967296", False, True),
+    ("INT UNSIGNED", "4294967295.0", True, True),
+    ("BIGINT UNSIGNED", "18446744073709551615", True, True),
+    ("BIGINT UNSIGNED", "18446744073709551616", False, True),  # DECIMAL(20,0) holds it
+    ("INT", "2147483647", True, True),
+    ("TEXT", "abcd", True, True),  # byte limits: not judged (schemas/storage.py)
+]
+
+
+@pytest.mark.parametrize(("sql", "text", "mysql", "pg"), LIMIT_CASES)
+def test_a_database_column_refuses_more_than_its_delta_type(
+    sql: str, text: str, mysql: bool, pg: bool
+) -> None:
+    t = parse_type(sql)
+    assert storage(t).admits(text)  # each case is inside the Delta domain
+    assert limit(t, None) is None  # Delta: the domain is all
+    for dialect, fits in (("mariadb", mysql), ("mysql", mysql), ("postgresql", pg)):
+        bound = limit(t, dialect)
+        assert (bound is None or bound.admits(text)) is fits, (sql, text, dialect)
+
+
+def test_a_value_past_a_database_column_is_unfit_in_the_jobs_words() -> None:
+    note = Column("note", parse_type("VARCHAR(3)"))
+    assert unfit(note, "longer") is None  # Delta's STRING takes it
+    assert unfit(note, "longer", "postgresql") == (
+        "value longer of column note does not fit the target type VARCHAR(3)"
+    )
+    u = Column("u", parse_type("TINYINT UNSIGNED"))
+    assert unfit(u, 300, "mariadb") == (
+        "value 300 of column u does not fit the target type TINYINT UNSIGNED"
+    )
+    assert unfit(u, 300, "postgresql") is None and unfit(u, None, "mariadb") is None
+    assert limit(parse_type("VARCHAR(3)"), "mariadb") == Limit(chars=3)
 
 
 # --- the memory engine's sink ----------------------------------------------------------
