@@ -20,6 +20,8 @@ FILES = sorted((Path(__file__).parents[1] / "scenarios" / "beyond").glob("*.yaml
 class _Session:
     """Runs files the way an engine session does; the given files fail as given."""
 
+    sink_kind = "delta"
+
     def __init__(self, errors: dict[str, BaseException]) -> None:
         self.errors = errors
         self.ran: list[str] = []
