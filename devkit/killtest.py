@@ -32,13 +32,15 @@ DDL = {
     0.7: "ALTER TABLE {table} MODIFY amount DECIMAL(12,2) NOT NULL",
 }
 # The CI subset: each a point where a restart finds work half done downstream (rows
-# merged, a DDL applied, a release's rows merged, the state saved but the batch not
-# committed). `scripts/kill-test` runs every point (POINTS) at its 1st and 2nd occurrence.
+# merged, a DDL applied, a release's rows merged). The state saved but the batch not
+# committed (after_state) is CI's in tests/integration/test_checkpoint_identity.py (a
+# batch run again after Spark's commit of it was lost) and the fault suite's run-again
+# cases, without a cold JVM of its own. `scripts/kill-test` runs every point (POINTS) at
+# its 1st and 2nd occurrence.
 CI_POINTS = [
     "after_rows:3",
     "after_ddl:2",
     "after_release:1",
-    "after_state:3",
 ]
 
 

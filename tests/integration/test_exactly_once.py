@@ -1,4 +1,4 @@
-"""Exactly once: kill -9 the job at four points of a DDL-heavy workload (where a restart
+"""Exactly once: kill -9 the job at three points of a DDL-heavy workload (where a restart
 finds work half done downstream), restart each time, and compare the Delta table with the
 shards' final rows. ``scripts/kill-test`` covers every protocol point."""
 
@@ -13,7 +13,7 @@ from devkit.killtest import CI_POINTS, kill_test
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 
-def test_kill_at_four_points_loses_and_duplicates_nothing(kafka, spark, tmp_path: Path):
+def test_kill_at_three_points_loses_and_duplicates_nothing(kafka, spark, tmp_path: Path):
     # Each kill in a process of its own; the last run (from the last kill's checkpoint) in
     # the suite's session, which has never seen this checkpoint: a cold JVM fewer.
     report = kill_test(
