@@ -22,7 +22,7 @@ from schemas.model import TableSchema
 from schemas.storage import unfit
 from shardmerge.errors import ShardMergeError
 
-__all__ = ["NEVER_REGISTERED", "DeadLetter", "MemoryTable", "RowError", "database_dialect"]
+__all__ = ["NEVER_REGISTERED", "DeadLetter", "MemoryTable", "RowError"]
 
 # The job's reason for a row of a routed table whose CREATE TABLE it never read
 # (streaming/batch/writer.py, the rows of fate ``unknown``).
@@ -57,11 +57,6 @@ class DeadLetter:
         reason: str,
     ) -> DeadLetter:
         return cls(shard, op, dict(after if after is not None else before or {}), reason)
-
-
-def database_dialect(sink: str) -> str | None:
-    """The database dialect of a scenario's sink (``SinkKind``); None for Delta."""
-    return None if sink == "delta" else sink
 
 
 @dataclass

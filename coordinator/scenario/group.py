@@ -54,12 +54,7 @@ from coordinator.group import (
 )
 from coordinator.ids import Position, ShardId, TargetId
 from coordinator.routing import TableKind
-from coordinator.scenario.downstream import (
-    NEVER_REGISTERED,
-    DeadLetter,
-    MemoryTable,
-    database_dialect,
-)
+from coordinator.scenario.downstream import NEVER_REGISTERED, DeadLetter, MemoryTable
 from coordinator.scenario.memory import (
     Late,
     Stash,
@@ -151,7 +146,7 @@ class GroupEngine:
             raise ScenarioFileError(f"{scenario.path}: a group needs `jobs:`")
         self.scenario = scenario
         self.roundtrip = roundtrip
-        self.dialect = database_dialect(scenario.planned_sink(sink))
+        self.dialect = scenario.planned_dialect(sink)
         _, self.router, config = build_coordinator(scenario)
         self.configs = {TargetId.parse(scenario.target): config}
         self.log = MemoryLog()

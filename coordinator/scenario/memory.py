@@ -31,12 +31,7 @@ from coordinator.ids import Position, ShardId, TargetId
 from coordinator.moves import Moves
 from coordinator.policy import Policy
 from coordinator.routing import Extract, Route, Router
-from coordinator.scenario.downstream import (
-    NEVER_REGISTERED,
-    DeadLetter,
-    MemoryTable,
-    database_dialect,
-)
+from coordinator.scenario.downstream import NEVER_REGISTERED, DeadLetter, MemoryTable
 from coordinator.scenario.model import Scenario, Step
 from coordinator.scenario.moving import MoveDriver
 from coordinator.scenario.observe import Observation, observe
@@ -162,7 +157,7 @@ class MemoryEngine:
         self.scenario = scenario
         self.roundtrip = roundtrip
         # The target's table is a database's (its columns refuse more values) or Delta's.
-        self.dialect = database_dialect(scenario.planned_sink(sink))
+        self.dialect = scenario.planned_dialect(sink)
         self.coordinator, self.router, self.config = build_coordinator(scenario)
         self.upstream = Upstream()
         self.tables: dict[TargetId, MemoryTable] = {}

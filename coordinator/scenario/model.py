@@ -273,6 +273,12 @@ class Scenario(_Strict):
             raise ScenarioFileError(f"{self.path}: unknown sink {sink!r}: one of {known}")
         return sink if sink is not None else self.sinks[0]
 
+    def planned_dialect(self, sink: str | None = None) -> str | None:
+        """The database dialect of :meth:`planned_sink` (its columns refuse more values
+        than Delta's, ``schemas.storage.limit``); None for Delta."""
+        planned = self.planned_sink(sink)
+        return None if planned == "delta" else planned
+
 
 def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)

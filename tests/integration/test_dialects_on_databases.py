@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from devkit import downstream_local
 from schemas.ddl import parse_ddl
-from schemas.dialects import alter_statements, column_type, create_table
+from schemas.dialects import alter_statements, column_type, create_table, sqlglot_dialect
 from schemas.model import ColumnType, TableSchema
 
 pytestmark = pytest.mark.timeout(300)
@@ -198,7 +198,8 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
     pg_table = '"' + DB.replace('"', '""') + '"."lim"'
     for dialect in ("mariadb", "postgresql"):
         columns = ", ".join(
-            f"c{i} {column_type(t, dialect).sql(_SG[dialect])}" for i, t in enumerate(types)
+            f"c{i} {column_type(t, dialect).sql(sqlglot_dialect(dialect))}"
+            for i, t in enumerate(types)
         )
         ddl = f"CREATE TABLE {{}} (id INT NOT NULL PRIMARY KEY, {columns})"
         if dialect == "mariadb":
@@ -232,6 +233,3 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
     # and the stated expectations are what both say
     assert stored["mariadb"] == [c[2] for c in LIMIT_CASES]
     assert stored["postgresql"] == [c[3] for c in LIMIT_CASES]
-
-
-_SG = {"mariadb": "mysql", "postgresql": "postgres"}
