@@ -447,6 +447,13 @@ class CoordinationSettings(_Frozen):
         description="a batch waits at most this long for the owner to bring a target to the "
         "version the group decided; then it fails and runs again",
     )
+    snapshot_every: int = Field(
+        1000,
+        ge=0,
+        description="the owner writes a snapshot of the folded group log every this many "
+        "records and removes the records every member's batches have folded past, so that "
+        "a start reads the newest snapshot and the records after it (0: never)",
+    )
 
     @field_validator("group", "member")
     @classmethod

@@ -238,7 +238,8 @@ def _group(args: argparse.Namespace) -> int:
         return 0
     # Names read back from the group store (a term's member, a beat's text) are escaped.
     owner = status["owner"]
-    print(f"group {p(co.group)} (lease {co.lease_s:g} s), {status['log']} log records, "
+    snap = f" (up to {status['snapshot']} in a snapshot)" if status["snapshot"] else ""
+    print(f"group {p(co.group)} (lease {co.lease_s:g} s), {status['log']} log records{snap}, "
           f"store {p(root)}")  # fmt: skip
     gap = log_gap(store)
     if gap is not None:

@@ -21,6 +21,11 @@ group store (``streaming.storage.group_store``), under ``coordination.store``:
 - ``decisions/T/V.json``: target ``T``'s downstream change at version ``V`` (1: its
   creation), published by whichever job folded it first (every replica decides the same).
 - ``applied/T/V.json``: written by the owner once the table has version ``V``.
+- ``snapshots/S.json``: the log folded up to its record ``S`` (the replica, who had
+  joined, the settings fingerprint), written by the owner every ``snapshot_every``
+  records. The owner then removes the log's records that the newest snapshot holds and
+  every member's batches have folded past (each heartbeat's ``floor``): a start restores
+  the newest snapshot and reads the records after it (:func:`compact`).
 
 **The gate** (G4): before its write step a batch waits until every target has the version
 its replica decided (``applied`` up to it); it never writes an old schema's rows after a
@@ -73,8 +78,10 @@ __all__ = [
     "LeaseLost",
     "MemberView",
     "Ticker",
+    "compact",
     "fill_gap",
     "log_gap",
+    "newest_snapshot",
     "tick_topic",
 ]
 
@@ -155,9 +162,65 @@ def log_gap(store: GroupStore) -> int | None:
     """The first number of the group log without a record while a later one has one, or
     None. A number is claimed put-if-absent and a record is visible whole once written,
     so a later record means this one was written and then lost (deleted by hand, a
-    bucket's lifecycle rule): no member reads past it (``GroupStore.since``)."""
-    numbers = store.numbers("log")
-    return next((n for n, have in enumerate(numbers) if n != have), None)
+    bucket's lifecycle rule): no member reads past it (``GroupStore.since``). The numbers
+    the newest snapshot holds (``snapshots/S.json``: files below ``S``) are no gap when
+    absent: compaction removes them."""
+    snap = newest_snapshot_seq(store)
+    numbers = [n for n in store.numbers("log") if n >= snap]
+    return next((n for n, have in enumerate(numbers, start=snap) if n != have), None)
+
+
+def newest_snapshot_seq(store: GroupStore) -> int:
+    """The log record the newest snapshot is folded up to (0: no snapshot); the log's
+    files below it (``log/N.json`` holds record ``N + 1``) are in the snapshot."""
+    return max(store.numbers("snapshots"), default=0)
+
+
+def newest_snapshot(store: GroupStore) -> dict[str, Any] | None:
+    """The newest snapshot of the folded group log, or None."""
+    seq = newest_snapshot_seq(store)
+    if seq == 0:
+        return None
+    value = store.read_numbered("snapshots", seq)
+    if value is None or value.get("seq") != seq or not isinstance(value.get("replica"), dict):
+        raise GroupError(
+            f"snapshots/{_n(seq)} of the group store is not a snapshot of log record {seq}: "
+            "remove it (the log's records after the one before it are still there) and "
+            'start the member again (docs/groups.md, "Compaction")'
+        )
+    return value
+
+
+def compact(
+    store: GroupStore,
+    latest: Replica,
+    joined: list[str],
+    settings: dict[str, Any],
+    member: str,
+    floors: dict[str, int],
+    every: int,
+) -> tuple[int | None, int]:
+    """The owner's compaction of the group log: a snapshot of ``latest`` when it is
+    ``every`` records past the newest one, then the removal of the log's files below the
+    lowest of the newest snapshot and every member's ``floors`` (the record its batches
+    may restore from: a member without a floor yet holds everything); the snapshot
+    written (or None) and how many files were removed. Snapshots but the newest three
+    are removed too."""
+    if every <= 0:
+        return None, 0
+    written = None
+    snap = newest_snapshot_seq(store)
+    if latest.seq >= snap + every:
+        value = {"seq": latest.seq, "replica": latest.snapshot(), "joined": sorted(joined),
+                 "settings": settings, "member": member,
+                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
+        if store.create_new(f"snapshots/{_n(latest.seq)}", value):
+            written = latest.seq
+        snap = max(snap, latest.seq)
+    below = min([snap, *floors.values()])
+    removed = store.prune_below("log", below) if below > 0 else 0
+    store.prune("snapshots", 3)
+    return written, removed
 
 
 def fill_gap(store: GroupStore, n: int, reason: str) -> None:
@@ -168,6 +231,12 @@ def fill_gap(store: GroupStore, n: int, reason: str) -> None:
     numbers = store.numbers("log")
     if n in numbers:
         raise GroupError(f"the group log has a record {n} (log/{_n(n)}): nothing to fill")
+    snap = newest_snapshot_seq(store)
+    if n < snap:
+        raise GroupError(
+            f"log/{_n(n)} is held by the snapshot of log record {snap} (compaction removed "
+            "it): nothing to fill"
+        )
     if n < 0 or not numbers or n > numbers[-1]:
         last = numbers[-1] if numbers else "none"
         raise GroupError(
@@ -184,8 +253,9 @@ def group_status(
     store: GroupStore, settings: Settings, members: list[MemberView], log: int | None = None
 ) -> dict[str, Any]:
     """Members (live or down), the owner's term, and per routed target the version the
-    group decided and the one its table has, from the group store; ``log``: the records
-    in the group log, when the caller has read them (else the store's log is listed)."""
+    group decided and the one its table has, from the group store; ``log``: the number
+    of the group log's last record, when the caller has read it (else the store's log is
+    listed); ``snapshot``: the record the newest snapshot holds the log up to."""
     co = settings.coordination
     assert co is not None
     numbers = store.numbers("terms")
@@ -207,8 +277,15 @@ def group_status(
         "members": [v.to_json() for v in members],
         "owner": owner,
         "targets": targets,
-        "log": len(store.numbers("log")) if log is None else log,
+        "log": _log_end(store) if log is None else log,
+        "snapshot": newest_snapshot_seq(store),
     }
+
+
+def _log_end(store: GroupStore) -> int:
+    """The number of the group log's last record (compaction removes the first ones)."""
+    numbers = store.numbers("log")
+    return numbers[-1] + 1 if numbers else 0
 
 
 def beat_views(store: GroupStore, co: CoordinationSettings, now: float) -> list[MemberView]:
@@ -305,8 +382,12 @@ class GroupMember:
         if spark is not None:
             shared_log_store(spark, settings.sink.path)
         probe(self.store)
-        self.records: dict[int, Record] = {}  # the log as read (by replica number, from 1)
+        # The log as read, by replica number: ``base + 1`` to ``end`` (the records at or
+        # below ``base`` are in a snapshot, or folded by every replica this member keeps).
+        self.records: dict[int, Record] = {}
         self.ids: dict[str, int] = {}
+        self.joined: dict[str, int] = {}  # member: the number of its first join record
+        self.base = self.end = 0
         # What this member's fold depends on (routes, targets' modes and policies, the
         # record format): in its join record and the decisions it publishes; a member
         # whose settings differ from them refuses to go on (``conflict``, sticky).
@@ -314,6 +395,16 @@ class GroupMember:
         self.fingerprint = settings_fingerprint(self.summary)
         self.conflict: str | None = None
         self._unknown_warned = False
+        # Compaction (``compact``): the newest snapshot, and where the log starts.
+        router, configs, default = (settings.router(), settings.target_configs(),
+                                    settings.default_config())  # fmt: skip
+        snap = newest_snapshot(self.store)
+        self.snapshot = 0 if snap is None else int(snap["seq"])
+        self.snapshot_value = snap
+        if snap is not None:
+            self.check_settings(snap.get("settings"), f"the snapshot of log record {self.snapshot}")
+            self.joined = {str(m): 0 for m in snap.get("joined", [])}
+        self.base = self.end = self._log_start()
         # Refused before it claims an epoch (a run refused at its start supersedes none):
         # a member that joined with other settings, a log with a gap.
         self.read()
@@ -341,6 +432,13 @@ class GroupMember:
         self.terms_claimed = 0
         self.stale_refused = 0
         self.batch_seq = 0  # the log number the last saved batch folded to
+        # The lowest log number a run of this member's batches may restore its replica at
+        # (the last two saved batches': a batch run again restores the one before it), in
+        # its heartbeat: compaction keeps the log's records above every member's floor.
+        self.floor = 0
+        self.compacted_at = -float("inf")  # when this member (as the owner) last compacted
+        self.snapshots_written = 0
+        self.records_removed = 0
         # Records of this member that a run of a batch left behind its fold (an earlier
         # run's, not appended again): every later fold folds them at their places.
         self.passed: set[int] = set()
@@ -354,8 +452,8 @@ class GroupMember:
         self._threads: list[threading.Thread] = []
         # The log folded to its end, for the owner's work and an idle member's
         # acknowledgement (no decision of it is executed: the batches fold their own).
-        self.latest = Replica.new(settings.router(), settings.target_configs(),
-                                  settings.default_config())  # fmt: skip
+        self.latest = (Replica.new(router, configs, default) if snap is None
+                       else Replica.restore(snap["replica"], router, configs, default))  # fmt: skip
         self.write_beat()
         log.info(
             "group %s: member %s, epoch %d, store %s",
@@ -364,18 +462,29 @@ class GroupMember:
 
     # --- the log ------------------------------------------------------------------------------
 
+    def _log_start(self) -> int:
+        """The replica number the log is read above at a start: the lowest from which
+        the store holds every file up to the newest snapshot (compaction removes the
+        files below it lowest first), 0 when nothing was removed."""
+        numbers = [n for n in self.store.numbers("log") if n < self.snapshot]
+        start = self.snapshot
+        while numbers and numbers[-1] == start - 1:
+            start = numbers.pop()
+        return start
+
     def read(self) -> None:
         """Read the log records not read yet (a record, once read, never changes), in
-        order: ``records`` holds 1..n without a gap."""
-        have = len(self.records)
-        for n, value in self.store.log(have - 1):
+        order: ``records`` holds ``base + 1`` to ``end`` without a gap."""
+        for n, value in self.store.log(self.end - 1):
             # a stored value that is not a record is read as an ``invalid`` one: the
             # fold refuses it with the reason, in every member alike
             record = Record.read(value)
             self.records[n + 1] = record
+            self.end = n + 1
             if record.id:
                 self.ids.setdefault(record.id, n + 1)
             if record.kind == "join":
+                self.joined.setdefault(record.job, n + 1)
                 self.check_settings(record.body.get("settings"),
                                     f"member {record.job} joined (log record {n + 1})")  # fmt: skip
         if self.conflict is not None:
@@ -451,9 +560,10 @@ class GroupMember:
         in the batch, as that run did; its join, and the records its gate found left
         behind (``passed``), do not stop it (coordinator/PROTOCOL.md, "Groups", step 2)."""
         self.read()
-        end = max(self.records, default=0)
+        if replica.seq < self.base:
+            self._from_snapshot(replica)
         todo = batch_records(
-            ((n, self.records[n]) for n in range(replica.seq + 1, end + 1)),
+            ((n, self.records[n]) for n in range(replica.seq + 1, self.end + 1)),
             self.member, mine_until, self.passed,
         )  # fmt: skip
         folded = replica.fold(todo)
@@ -468,6 +578,33 @@ class GroupMember:
                         # published by another member: decided with the same settings?
                         self.check_published(self.store.read(name), f"{d.target} v{version}")
         return folded
+
+    def _from_snapshot(self, replica: Replica) -> None:
+        """A replica folded to below the log's start: the records it lacks were compacted
+        into the snapshot. One that folded nothing (a member without saved state: new, or
+        started with a new checkpoint) takes the newest snapshot, which is every replica
+        folded that far (folds are prefixes of the log). One that folded some records
+        cannot: it was saved before the floor its member published (a checkpoint restored
+        from an old copy), and the error says so."""
+        snap = self.snapshot_value
+        if replica.seq == 0 and snap is not None and self.snapshot >= self.base:
+            s = self.settings
+            taken = Replica.restore(snap["replica"], s.router(), s.target_configs(),
+                                    s.default_config())  # fmt: skip
+            replica.coordinator, replica.seq = taken.coordinator, taken.seq
+            replica.owners, replica.versions = taken.owners, taken.versions
+            replica.refused = taken.refused
+            log.info("group %s: member %s starts from the snapshot of log record %d",
+                     self.co.group, self.member, replica.seq)  # fmt: skip
+            return
+        raise GroupError(
+            f"group {self.co.group}: member {self.member}'s batch state is folded to log "
+            f"record {replica.seq}, and the group log holds records from {self.base + 1} on "
+            f"(the ones before are compacted into the snapshot of record {self.snapshot}): "
+            "its checkpoint is older than the floor its heartbeat published. Start the member "
+            "with a new checkpoint (it then starts from the snapshot; docs/groups.md, "
+            '"Compaction")'
+        )
 
     def check_published(self, published: dict[str, Any] | None, what: str) -> None:
         """A published decision's settings fingerprint against this member's."""
@@ -514,7 +651,7 @@ class GroupMember:
         self.store.put(
             f"members/{self.member}/beat.json",
             {"member": self.member, "epoch": self.epoch, "beat": self.beat, "ack": self.ack,
-             "batch": self.batch, "waiting": self.waiting,
+             "batch": self.batch, "floor": self.floor, "waiting": self.waiting,
              "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
         )  # fmt: skip
         self.beat_ok = self.clock()
@@ -658,7 +795,40 @@ class GroupMember:
                     log.warning("group %s: %s v%d: another owner recorded it first",
                                 self.co.group, target, want)  # fmt: skip
         self.waiting = "; ".join(waiting)
+        if replica is self.latest:
+            self.compact_log()
         return ran
+
+    def compact_log(self) -> None:
+        """As the owner, at most once per lease: a snapshot every ``snapshot_every``
+        records, and the log's records below every member's floor removed
+        (:func:`compact`). A member without a heartbeat, or whose heartbeat has no floor
+        (it has not saved two batches since it started), holds the log where it is."""
+        now = self.clock()
+        if self.co.snapshot_every <= 0 or now - self.compacted_at < self.co.lease_s:
+            return
+        self.compacted_at = now
+        floors = {self.member: self.floor}
+        for m in self.co.members:
+            if m != self.member:
+                beat = self.store.read(f"members/{m}/beat.json") or {}
+                floor = beat.get("floor")
+                floors[m] = floor if isinstance(floor, int) and floor >= 0 else 0
+        joined = [m for m, n in self.joined.items() if n <= self.latest.seq]
+        settings = {"fingerprint": self.fingerprint, "summary": self.summary}
+        written, removed = compact(self.store, self.latest, joined, settings, self.member,
+                                   floors, self.co.snapshot_every)  # fmt: skip
+        if written is not None:
+            self.snapshots_written += 1
+        self.records_removed += removed
+        if written is not None or removed:
+            low = min(floors, key=lambda m: floors[m])
+            log.info(
+                "group %s: compaction: %s; %d log record(s) removed (the lowest floor: "
+                "member %s at %d)", self.co.group,
+                "no snapshot" if written is None else f"snapshot of log record {written}",
+                removed, low, floors[low],
+            )  # fmt: skip
 
     def stale(self, sink: Any, d: ApplyDDL, version: int) -> str | None:
         """Whether the table is where change ``version`` starts from: None (run it),
@@ -680,7 +850,7 @@ class GroupMember:
         if self._all_joined:
             return []
         self.read()
-        out = [m for m in self.co.members if f"{m}:join" not in self.ids]
+        out = [m for m in self.co.members if m not in self.joined]
         self._all_joined = not out
         return out
 
@@ -725,13 +895,14 @@ class GroupMember:
 
     def status(self) -> dict[str, Any]:
         """The group as this member sees it (``/api/group``, metrics, the dashboard)."""
-        out = group_status(self.store, self.settings, self.views(), len(self.records))
+        out = group_status(self.store, self.settings, self.views(), self.end)
         out["this"] = {
             "member": self.member, "epoch": self.epoch, "gate_waits": self.gate_waits,
             "gate_seconds": round(self.gate_seconds, 3), "applied_here": self.applied_here,
             "owner_races": self.owner_races, "fenced": self.fenced,
             "stale_refused": self.stale_refused, "terms_claimed": self.terms_claimed,
-            "ticks": self.ticks,
+            "ticks": self.ticks, "floor": self.floor,
+            "snapshots_written": self.snapshots_written, "records_removed": self.records_removed,
         }  # fmt: skip
         return out
 
@@ -809,9 +980,8 @@ class GroupMember:
         next fold (this batch run again, or the next batch) folds them at their places and
         the log on past them."""
         self.read()
-        end = max(self.records, default=0)
-        left = [n for n in range(replica.seq + 1, end + 1) if self.records[n].job == self.member
-                and n not in self.passed]  # fmt: skip
+        left = [n for n in range(replica.seq + 1, self.end + 1)
+                if self.records[n].job == self.member and n not in self.passed]  # fmt: skip
         if left:
             self.passed.update(left)
             log.warning(
@@ -823,9 +993,24 @@ class GroupMember:
 
     def finish(self, replica: Replica, batch: int) -> None:
         """The batch saved its state: its acknowledgement is its fold."""
+        self.floor = min(self.batch_seq, replica.seq)
         self.ack = self.batch_seq = replica.seq
         self.batch = batch
+        self.forget_below(min(self.floor, self.latest.seq))
         self.lock.release()
+
+    def forget_below(self, n: int) -> None:
+        """Drop the records numbered ``n`` and below from memory: every replica this
+        member keeps is folded past them (a member that runs for months holds what is
+        recent)."""
+        if n <= self.base:
+            return
+        for k in range(self.base + 1, n + 1):
+            record = self.records.pop(k)
+            if record.id and self.ids.get(record.id) == k:
+                del self.ids[record.id]
+        self.passed = {k for k in self.passed if k > n}
+        self.base = n
 
     def abort(self) -> None:
         """The batch failed: it runs again (its acknowledgement stays what it was)."""

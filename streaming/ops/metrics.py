@@ -218,7 +218,12 @@ class JobCollector(Collector):
             labels=["target", "kind"],
         )
         records = GaugeMetricFamily(
-            "shardmerge_group_log_records", "records in the group log (coordinator/group.py)"
+            "shardmerge_group_log_records",
+            "the number of the group log's last record (coordinator/group.py)",
+        )
+        snapshot = GaugeMetricFamily(
+            "shardmerge_group_log_snapshot",
+            "the group log record the newest snapshot holds the log up to (compaction)",
         )
         gate = CounterMetricFamily(
             "shardmerge_group_gate_wait_seconds",
@@ -243,9 +248,10 @@ class JobCollector(Collector):
                 version.add_metric([t["target"], "decided"], t["decided"])
                 version.add_metric([t["target"], "applied"], t["applied"])
             records.add_metric([], g["log"])
+            snapshot.add_metric([], g.get("snapshot", 0))
             gate.add_metric([], g["this"]["gate_seconds"])
             fenced.add_metric([], g["this"]["fenced"])
-        yield from (up, owner, version, records, gate, fenced, conflicts)
+        yield from (up, owner, version, records, snapshot, gate, fenced, conflicts)
 
     # --- counts of this run (observer) ---------------------------------------------------
 

@@ -223,6 +223,14 @@ class GroupStore:
             self.records.delete(self.uri(folder, _numbered(n)))
         return len(old)
 
+    def prune_below(self, folder: str, n: int) -> int:
+        """Remove the numbered records of ``folder`` below ``n``, lowest first (a removal
+        stopped half-way leaves the records from some number on, never a gap); how many."""
+        old = [m for m in self.numbers(folder) if m < n]
+        for m in old:
+            self.records.delete(self.uri(folder, _numbered(m)))
+        return len(old)
+
     def put(self, name: str, value: dict[str, Any]) -> None:
         """Write ``value`` under ``name``, replacing what is there (one writer's record)."""
         self.records.replace(self.uri(name), _encode(value))

@@ -551,3 +551,110 @@ def test_a_retry_in_a_group_says_the_owner_retries_on_its_own(tmp_path: Path) ->
     assert "the owner (a) runs a downstream change the table refused again" in text
     assert "every 1 s" in text and "refused downstream: a type Delta cannot widen" in text
     assert list(a.store.log(-1)) == []  # nothing appended
+
+
+def finished(m: GroupMember, r: Replica, batch: int) -> None:
+    """A batch of ``m`` saved its state with replica ``r`` (as ``GroupMember.finish``)."""
+    m.lock.acquire()
+    m.finish(r, batch)
+    m.write_beat()
+
+
+def test_the_owner_compacts_the_log_and_a_start_reads_what_is_recent(tmp_path: Path) -> None:
+    """Compaction: a snapshot every ``snapshot_every`` records, the log removed below
+    every member's floor, a start that restores the snapshot and reads the rest, a member
+    without saved state that starts from the snapshot, and one whose state is older than
+    the log refused with what to do."""
+    from coordinator.group import GroupError
+    from coordinator.state import snapshot
+    from streaming.group.member import log_gap
+
+    clock = Clock()
+    a = member(tmp_path, "a", clock, snapshot_every=8)
+    b = member(tmp_path, "b", clock, snapshot_every=8)
+    assert a.owns(a.views())
+    a.append(Record("a:join", "a", "join", {}))
+    b.append(Record("b:join", "b", "join", {}))
+    shards = [f"s1.db_{i}.orders_0" for i in range(4)]
+    for i, shard in enumerate(shards):
+        a.append(ddl("a", shard, CREATE, i))
+    for at in range(10, 30):
+        shard = shards[at % 4]
+        a.append(ddl("a", shard, f"ALTER TABLE orders_0 ADD COLUMN c{at} INT", at))
+    everything = [(n + 1, Record.read(v)) for n, v in a.store.log(-1)]
+    assert len(everything) == 26
+    whole = replica(a)
+    whole.fold(everything)
+
+    # b has saved one batch only: its floor is 0, which holds the log where it is
+    rb = replica(b)
+    b.fold(rb)
+    finished(b, rb, 0)
+    a.fold(a.latest)
+    a.compact_log()
+    assert a.store.numbers("snapshots") == [26] and a.snapshots_written == 1
+    assert a.store.numbers("log") == list(range(26)) and a.records_removed == 0
+    a.compact_log()  # at most once per lease
+    assert a.records_removed == 0
+
+    # both members saved two batches (at 20, then 26): floors 20; the log keeps 20 on
+    ra, rb2 = replica(a), replica(b)
+    for m, r in ((a, ra), (b, rb2)):
+        r.fold(everything[:20])
+        finished(m, r, 1)
+        m.fold(r)
+        finished(m, r, 2)
+    assert (a.floor, b.floor) == (20, 20)
+    clock.now += 11
+    a.compact_log()
+    assert a.store.numbers("log") == list(range(20, 26)) and a.records_removed == 20
+    assert log_gap(a.store) is None  # what compaction removed is no gap
+    assert a.base == 20 and min(a.records) == 21  # a's memory holds what it still folds
+
+    # a start reads the snapshot and the records after its floor, not the whole log
+    b2 = member(tmp_path, "b", clock, snapshot_every=8)
+    assert b2.base == 20 and sorted(b2.records) == list(range(21, 27))
+    assert snapshot(b2.latest.coordinator) == snapshot(whole.coordinator)
+    assert b2.latest.meta() == whole.meta() and b2.missing() == []
+    # its batch restored at its floor folds on; one with nothing saved starts from the
+    # snapshot; one saved before the floor is refused with what to do
+    at20 = replica(b2)
+    at20.fold(everything[:20])
+    b2.fold(at20)
+    assert at20.meta() == whole.meta()
+    fresh = replica(b2)
+    b2.fold(fresh)
+    assert snapshot(fresh.coordinator) == snapshot(whole.coordinator)
+    old = replica(b2)
+    old.fold(everything[:5])
+    with pytest.raises(GroupError, match=r"folded to log record 5, .* from 21 on .*new checkpoint"):
+        b2.fold(old)
+    # the group goes on past the snapshot: every replica folds the new record alike
+    a.append(ddl("a", shards[0], "ALTER TABLE orders_0 ADD COLUMN z INT", 99))
+    whole.fold([(27, Record.read(a.store.read_numbered("log", 26)))])
+    b2.fold(b2.latest)
+    assert snapshot(b2.latest.coordinator) == snapshot(whole.coordinator)
+
+
+def test_a_gap_below_the_snapshot_is_none_and_the_repair_leaves_it(tmp_path: Path) -> None:
+    from coordinator.group import GroupError
+    from streaming.group.member import compact, fill_gap, log_gap
+
+    clock = Clock()
+    a = member(tmp_path, "a", clock)
+    for at in range(6):
+        a.append(ddl("a", "s1.db_0.orders_0", CREATE if at == 0 else
+                     f"ALTER TABLE orders_0 ADD COLUMN c{at} INT", at))  # fmt: skip
+    a.fold(a.latest)
+    written, removed = compact(a.store, a.latest, ["a"], {}, "a", {"a": 4, "b": 3}, every=4)
+    assert (written, removed) == (6, 3)  # files 0..2: below the lowest floor
+    assert log_gap(a.store) is None
+    with pytest.raises(GroupError, match="held by the snapshot of log record 6"):
+        fill_gap(a.store, 1, "test")
+    # a record lost above the snapshot is a gap again
+    a.append(ddl("a", "s1.db_0.orders_0", "ALTER TABLE orders_0 ADD COLUMN y INT", 7))
+    a.append(ddl("a", "s1.db_0.orders_0", "ALTER TABLE orders_0 ADD COLUMN w INT", 8))
+    import os
+
+    os.remove(a.store.uri("log", "000000000006.json")[len("file://") :])
+    assert log_gap(a.store) == 6
