@@ -442,8 +442,11 @@ class Coordinator:
         out: list[Decision] = []
         rules = RULES[t.mode]
         if cmd.action == "force-remove":
-            for held in t.held_shards():
-                if held.held:
+            for held in list(t.held_shards()):
+                if held.held and held.pending[0].table_statement:
+                    if self.shard_state(held.shard) is held:
+                        out.extend(self._take_table(t, held, cmd))
+                elif held.held:
                     rules.skip(t, held, out)
                 else:
                     self._stop_awaiting(t, held, out)
@@ -456,6 +459,8 @@ class Coordinator:
         if st is None or not st.held:
             names = ", ".join(str(s.shard) for s in t.held_shards()) or "none"
             raise OperatorError(f"shard {cmd.shard} is not held on {t.id} (held: {names})")
+        if st.pending[0].table_statement:
+            return self._take_table(t, st, cmd)
         if cmd.action == "skip":
             rules.skip(t, st, out)
         elif cmd.action == "exec":
@@ -500,18 +505,122 @@ class Coordinator:
                 if st is not None:
                     self._lock_ddl(st, PendingDDL(sql, position, change), out)
             case DropTable(table, _):
-                self._note_table(self._table(shard, table), sql, "drop_table")
-                self._drop(self._table(shard, table), out)
+                self._drop_table(self._table(shard, table), sql, position, out)
             case DropDatabase(name, _):
                 for s in [s for s in self.where if s.source == shard.source and s.db == name]:
-                    self._note_table(s, sql, "drop_table")
-                    self._drop(s, out)
+                    self._drop_table(s, sql, position, out)
                 for s in [s for s in self.ghosts if s.source == shard.source and s.db == name]:
                     del self.ghosts[s]
                 for s in [s for s in self.carried if s.source == shard.source and s.db == name]:
                     del self.carried[s]
             case CreateDatabase():
                 pass
+
+    def _drop_table(
+        self, shard: ShardId, sql: str, position: Position, out: list[Decision]
+    ) -> None:
+        ddl = PendingDDL(sql, position, DropTable(TableName(shard.table, shard.db), True))
+        if not self._hold_table(shard, ddl, "drop_table", out):
+            self._note_table(shard, sql, "drop_table")
+            self._drop(shard, out)
+
+    def _hold_table(self, shard: ShardId, ddl: PendingDDL, kind: str, out: list[Decision]) -> bool:
+        """A DROP or RENAME TABLE of a registered shard whose target's policy says ``fail``
+        for ``kind``: the shard is held in ``conflict`` from it (or it queues behind the
+        DDL the shard is held on; the lock's rules hold it when they reach it), until an
+        operator takes it (:meth:`_take_table`). True when held or queued."""
+        tid = self.where.get(shard)
+        if tid is None:
+            return False
+        t = self.targets[tid]
+        st = t.shards[shard]
+        if self._behind_table(st, ddl):
+            return True
+        if t.policy.word(kind) != "fail":
+            return False
+        t.note_policy(shard, ddl.sql, kind, "fail")
+        if st.held:
+            st.pending = [*st.pending, ddl]
+        else:
+            RULES[t.mode].fail_by_policy(t, st, ddl, kind, "fail", out)
+        return True
+
+    @staticmethod
+    def _behind_table(st: ShardState, ddl: PendingDDL) -> bool:
+        """A statement of a shard with a DROP or RENAME TABLE held (or queued): it waits
+        behind it, in order (the table it names may be another incarnation)."""
+        if any(p.table_statement for p in st.pending):
+            st.pending = [*st.pending, ddl]
+            return True
+        return False
+
+    def _take_table(self, t: Target, st: ShardState, cmd: OperatorCommand) -> list[Decision]:
+        """An operator takes a DROP or RENAME TABLE a ``fail`` policy held (``exec``, or
+        ``skip`` as ``ignore``: the same for a table statement, which never runs
+        downstream): as with ``forward``, the shard leaves (or moves within) its lock;
+        then the statements that queued behind it follow, in order."""
+        ddl = st.pending[0]
+        if cmd.action not in ("skip", "exec", "force-remove"):
+            raise OperatorError(
+                f"{ddl.sql!r} on {st.shard} is a table statement a `fail` policy held: take it "
+                f"(`shardmerge unlock {t.id} --shard {st.shard} --action exec`; `--action skip` "
+                "is the same, since shardmerge never drops or renames a downstream table); it "
+                "cannot be replaced"
+            )
+        out: list[Decision] = []
+        if isinstance(ddl.change, DropTable):
+            queued = st.pending[1:]
+            st.pending = st.pending[:1]  # held still: _drop replays its events, projected
+            shard = st.shard
+            self._drop(shard, out)
+            self._dispatch(shard, queued, out)
+            return out
+        # RENAME TABLE: the statement is taken as a whole, for every shard it holds
+        mine = [
+            s
+            for tt in self.targets.values()
+            for s in tt.shards.values()
+            if any(p.table_statement and (p.sql, p.position) == (ddl.sql, ddl.position)
+                   for p in s.pending)
+        ]  # fmt: skip
+        for s in mine:
+            first = s.pending[0]
+            if (first.sql, first.position) != (ddl.sql, ddl.position):
+                raise OperatorError(
+                    f"{ddl.sql!r} also renames {s.shard}, which is held on {first.sql!r} "
+                    f"before it: resolve that one first (shardmerge locks {self.where[s.shard]})"
+                )
+        held = [(s.shard, s) for s in mine]
+        later: dict[ShardId, list[PendingDDL]] = {}
+        for old, s in held:
+            later[old] = s.pending[1:]
+            s.pending = s.pending[:1]
+            s.conflict = None
+            RULES[self.targets[self.where[old]].mode].forget(self.targets[self.where[old]], s)
+        for old, new in ddl.renames:
+            self._note_table(old, ddl.sql, "rename_table")
+            self._rename(old, new, out, ddl.position)
+        for old, s in held:
+            if self.shard_state(s.shard) is s and s.held:
+                tt = self.targets[self.where[s.shard]]
+                RULES[tt.mode].release(tt, s, out)
+                RULES[tt.mode].settle(tt, out)
+            self._dispatch(old, later[old], out)
+        return out
+
+    def _dispatch(self, shard: ShardId, statements: list[PendingDDL], out: list[Decision]) -> None:
+        """Statements that queued behind a table statement, taken in order now that it
+        is (each as when it came)."""
+        for p in statements:
+            change = p.change
+            if change is None:
+                st = self.shard_state(shard)
+                if st is not None:
+                    self._lock_ddl(st, p, out)
+            elif isinstance(change, RenameTable):
+                self._rename_pairs(list(p.renames), p.sql, p.position, out)
+            else:
+                self._change(shard, change, p.sql, p.position, out)
 
     def _on_create(
         self,
@@ -527,6 +636,11 @@ class Coordinator:
             self.ghosts[shard] = Ghost(schema)
             return
         if kind is not TableKind.SHARD:
+            return
+        st = self.shard_state(shard)
+        queued = PendingDDL(sql, position, CreateTable(TableName(shard.table, shard.db), schema,
+                                                       if_not_exists))  # fmt: skip
+        if st is not None and self._behind_table(st, queued):
             return
         if shard in self.where:
             if if_not_exists:
@@ -771,7 +885,22 @@ class Coordinator:
         out: list[Decision],
     ) -> None:
         pairs = [(self._table(shard, r.old), self._table(shard, r.new)) for r in renames]
+        self._rename_pairs(pairs, sql, position, out)
+
+    def _rename_pairs(
+        self,
+        pairs: list[tuple[ShardId, ShardId]],
+        sql: str,
+        position: Position,
+        out: list[Decision],
+    ) -> None:
         cut_over = {new for old, new in pairs if self.router.kind(old) is TableKind.SHADOW}
+        plain = [(old, new) for old, new in pairs if new not in cut_over and old not in cut_over]
+        if self._hold_renames(plain, sql, position, out):
+            for old, new in pairs:
+                if new in cut_over:
+                    self._cut_over(old, new, position, out)
+            return
         for old, new in pairs:
             if new in cut_over:
                 self._cut_over(old, new, position, out)
@@ -780,6 +909,45 @@ class Coordinator:
             else:
                 self._note_table(old, sql, "rename_table")
                 self._rename(old, new, out, position)
+
+    def _hold_renames(
+        self,
+        pairs: list[tuple[ShardId, ShardId]],
+        sql: str,
+        position: Position,
+        out: list[Decision],
+    ) -> bool:
+        """A RENAME TABLE whose registered tables include one of a target whose policy
+        says ``fail`` for ``rename_table`` (or one held on a table statement already): every
+        registered table it renames is held on it (the statement is one: a swap through a
+        third name is taken whole or not at all), until an operator takes it."""
+        olds = [old for old, _ in pairs if old in self.where]
+        if not olds:
+            return False
+        states = {old: self.targets[self.where[old]].shards[old] for old in olds}
+        behind = any(p.table_statement for st in states.values() for p in st.pending)
+        failing = any(
+            self.targets[self.where[o]].policy.word("rename_table") == "fail" for o in olds
+        )
+        if not behind and not failing:
+            return False
+        for old, new in pairs:
+            st = states.get(old)
+            if st is None:
+                continue
+            t = self.targets[self.where[old]]
+            ddl = PendingDDL(sql, position, RenameTable(TableName(old.table, old.db),
+                             TableName(new.table, new.db)), renames=tuple(pairs))  # fmt: skip
+            if self._behind_table(st, ddl):
+                continue
+            word = t.policy.word("rename_table")
+            if word != "forward":
+                t.note_policy(old, sql, "rename_table", word)
+            if st.held:
+                st.pending = [*st.pending, ddl]
+            else:
+                RULES[t.mode].fail_by_policy(t, st, ddl, "rename_table", "fail", out)
+        return True
 
     def _note_table(self, shard: ShardId, sql: str, kind: str) -> None:
         """A DROP or RENAME TABLE is taken whatever the policy (the upstream table is gone

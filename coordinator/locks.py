@@ -10,7 +10,7 @@ from __future__ import annotations
 from coordinator.decisions import Decision
 from coordinator.policy import Word, alter_verdict, partition_kind
 from coordinator.target import PendingDDL, ShardState, Target
-from schemas.changes import AlterTable, CreateTable, TruncateTable
+from schemas.changes import AlterTable, CreateTable, DropTable, RenameTable, TruncateTable
 from schemas.ddl import apply
 from schemas.errors import SchemaError
 from schemas.model import TableSchema
@@ -34,6 +34,12 @@ class LockRules:
             if left is None:
                 return
             ddl = left
+        if isinstance(ddl.change, DropTable | RenameTable):
+            # a DROP or RENAME TABLE queued while the shard was held: only a ``fail``
+            # policy queues one (the coordinator takes the others at once)
+            kind = "drop_table" if isinstance(ddl.change, DropTable) else "rename_table"
+            self.fail_by_policy(t, st, ddl, kind, "fail", out)
+            return
         if ddl.change is None:
             reason = f"cannot parse DDL {ddl.sql!r}: {ddl.error}"
             t.fail_strict(st, ddl, reason)
@@ -183,7 +189,8 @@ class LockRules:
             st.admitted = True
             self.release(t, st, out)
         else:
-            assert t.applied is not None
+            # a DROP or RENAME TABLE is the coordinator's to take (Coordinator._take_table)
+            assert isinstance(ddl.change, AlterTable) and t.applied is not None
             try:
                 downstream = apply(AlterTable(ddl.change.table, ddl.change.specs), t.applied)
                 post = st.post or apply(ddl.change, st.schema)

@@ -80,13 +80,12 @@ KINDS = (
 
 _COMMON: tuple[Word, ...] = ("forward", "ignore", "warn", "fail")
 # What each kind accepts. A DROP or RENAME TABLE takes the shard out of (or moves it in)
-# its lock whatever the policy: the upstream table is gone, and no lock can wait for it;
-# shardmerge never drops or renames a downstream table, so `ignore` is what it does anyway.
+# its lock under `forward`, `ignore` and `warn` alike: shardmerge never drops or renames a
+# downstream table, so `ignore` is what it does anyway. `fail` holds the shard until an
+# operator takes the statement (Coordinator._hold_table).
 ALLOWED: dict[str, tuple[Word, ...]] = {
     **{k: _COMMON for k in KINDS},
     "drop_column": ("forward", "ignore", "warn", "fail", "keep"),
-    "drop_table": ("forward", "ignore", "warn"),
-    "rename_table": ("forward", "ignore", "warn"),
 }
 
 # The strictest word decides a specification of several kinds (CHANGE renames and

@@ -39,7 +39,14 @@ from coordinator.index import ShardTable
 from coordinator.policy import PolicyNote
 from coordinator.routing import Extract, Router
 from coordinator.target import PendingDDL, Refusal, ShardState, Target
-from schemas.changes import AlterSpec, AlterTable, CreateTable, TruncateTable
+from schemas.changes import (
+    AlterSpec,
+    AlterTable,
+    CreateTable,
+    DropTable,
+    RenameTable,
+    TruncateTable,
+)
 from schemas.codec import (
     CodecError,
     schema_from_json,
@@ -191,7 +198,14 @@ class _Writer:
         change = d.change
         if change is None:
             return out
-        if isinstance(change, AlterTable):
+        name = change.old if isinstance(change, RenameTable) else change.table
+        if isinstance(change, DropTable):
+            out["drop"] = True
+        elif isinstance(change, RenameTable):
+            # held by a ``fail`` policy: the statement's pairs, taken as a whole
+            out["rename"] = [change.new.table, change.new.db]
+            out["renames"] = [[str(old), str(new)] for old, new in d.renames]
+        elif isinstance(change, AlterTable):
             out["alter"] = self.specs(change.specs)
         elif isinstance(change, TruncateTable):
             out["truncate"] = True
@@ -199,10 +213,10 @@ class _Writer:
             out["create"] = self.schema(change.schema, change.table.table)
             if change.if_not_exists:
                 out["if_not_exists"] = True
-        out["table"] = change.table.table
-        if change.table.db is not None:
-            out["db"] = change.table.db
-        if not isinstance(change, TruncateTable) and change.ignored:
+        out["table"] = name.table
+        if name.db is not None:
+            out["db"] = name.db
+        if isinstance(change, AlterTable | CreateTable) and change.ignored:
             out["ignored"] = list(change.ignored)
         return out
 
@@ -405,11 +419,20 @@ class _Reader:
         return self._pairs.setdefault(pairs, pairs)
 
     def pending(self, raw: dict[str, Any]) -> PendingDDL:
-        change: AlterTable | TruncateTable | CreateTable | None = None
+        change: AlterTable | TruncateTable | CreateTable | DropTable | RenameTable | None = None
+        renames: tuple[tuple[ShardId, ShardId], ...] = ()
         if "table" in raw:
             table = TableName(raw["table"], raw.get("db"))
             ignored = tuple(raw.get("ignored", ()))
-            if "alter" in raw:
+            if raw.get("drop"):
+                change = DropTable(table, True)
+            elif "rename" in raw:
+                new_table, new_db = raw["rename"]
+                change = RenameTable(table, TableName(new_table, new_db))
+                renames = tuple(
+                    (ShardId.parse(old), ShardId.parse(new)) for old, new in raw["renames"]
+                )
+            elif "alter" in raw:
                 change = AlterTable(table, self.specs(raw["alter"]), ignored)
             elif "create" in raw:
                 schema = self.schema(raw["create"], table.table)
@@ -417,7 +440,12 @@ class _Reader:
             else:
                 change = TruncateTable(table)
         return PendingDDL(
-            raw["sql"], raw.get("position"), change, raw.get("error"), raw.get("carried", False)
+            raw["sql"],
+            raw.get("position"),
+            change,
+            raw.get("error"),
+            raw.get("carried", False),
+            renames,
         )
 
 

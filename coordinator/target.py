@@ -21,7 +21,14 @@ from coordinator.ids import Position, ShardId, TargetId
 from coordinator.index import INDEXED_FIELDS, ShardIndex, ShardTable
 from coordinator.policy import Policy, PolicyNote
 from coordinator.routing import Extract
-from schemas.changes import AlterSpec, AlterTable, CreateTable, TruncateTable
+from schemas.changes import (
+    AlterSpec,
+    AlterTable,
+    CreateTable,
+    DropTable,
+    RenameTable,
+    TruncateTable,
+)
 from schemas.model import Column, ColumnType, TableSchema, name_key
 from schemas.render import alter_sql
 from shardmerge.errors import ShardMergeError
@@ -60,16 +67,23 @@ class PendingDDL:
     """A shard DDL waiting in the lock: its text, where it happened, what it does.
 
     ``change`` is None when the statement could not be parsed (``error`` says why).
-    ``carried``: see the field.
-    """
+    ``carried``: see the field. A DROP or RENAME TABLE is pending only when a ``fail``
+    policy holds it (``Coordinator._hold_table``): ``renames`` then holds every pair of
+    the statement, which is taken as a whole."""
 
     sql: str
     position: Position
-    change: AlterTable | TruncateTable | CreateTable | None
+    change: AlterTable | TruncateTable | CreateTable | DropTable | RenameTable | None
     error: str | None = None
     # Read from the schema an online-DDL shadow's rows carried: its column types are only
     # as exact as a Kafka Connect schema (schemas.connect).
     carried: bool = False
+    renames: tuple[tuple[ShardId, ShardId], ...] = ()
+
+    @property
+    def table_statement(self) -> bool:
+        """A DROP or RENAME TABLE (held by a ``fail`` policy)."""
+        return isinstance(self.change, DropTable | RenameTable)
 
 
 @dataclass

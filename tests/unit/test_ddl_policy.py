@@ -107,7 +107,7 @@ def test_the_default_policy_leaves_every_statement_as_it_is() -> None:
     [
         ({"drop_colum": "keep"}, "unknown DDL kind 'drop_colum'"),
         ({"add_column": "keep"}, "add_column: 'keep' is not a policy for it"),
-        ({"drop_table": "fail"}, "choose one of forward, ignore, warn"),
+        ({"drop_table": "keep"}, "choose one of forward, ignore, warn, fail"),
         ({"modify_column": "stop"}, "modify_column: 'stop'"),
     ],
 )
@@ -310,3 +310,87 @@ def test_statements_about_an_ignored_column_are_ignored_too(mode: str) -> None:
     c.on_ddl(S1, "ALTER TABLE orders DROP COLUMN d", 6)
     assert c.targets[T].shards[S1].ignored == ()
     assert c.targets[T].stage == "none"
+
+
+# --- `fail` for DROP and RENAME TABLE ------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["optimistic", "pessimistic"])
+def test_a_failed_drop_table_holds_the_shard_until_the_operator_takes_it(mode: str) -> None:
+    c = coord(mode, {"drop_table": "fail"})
+    c.on_ddl(S1, "ALTER TABLE orders ADD COLUMN c INT", 1)
+    out = c.on_ddl(S2, "DROP TABLE orders", 2)
+    assert kinds_of(out) == ["Hold"] and S2 in c.targets[T].shards
+    (view,) = c.locks()
+    assert view.stage == "conflict" and S2 in view.blocked
+    for word in (str(S2), "DROP TABLE orders", "drop_table", "'fail'"):
+        assert word in (view.conflict or "")
+    if mode == "pessimistic":  # the lock still waits for S2: nothing ran downstream
+        assert not c.targets[T].downstream().has_column("c")  # type: ignore[union-attr]
+    # held across a restart of the job
+    state = json.loads(json.dumps(snapshot(c)))
+    c = restore(state, c.router, c.configs)
+    assert snapshot(c) == state
+    with pytest.raises(Exception, match="cannot be replaced"):
+        c.command(parse_command(f"unlock {T} --shard {S2} --replace 'SELECT 1'"))
+    out = c.command(parse_command(f"unlock {T} --shard {S2} --action exec"))
+    assert S2 not in c.targets[T].shards and c.locks()[0].stage == "none"
+    # S2 left: the pessimistic lock resolves with S1 alone
+    assert c.targets[T].downstream().has_column("c")  # type: ignore[union-attr]
+    assert c.route_row(S1).action == "write"
+
+
+def test_statements_after_a_held_drop_table_wait_behind_it() -> None:
+    c = coord("optimistic", {"drop_table": "fail"})
+    c.on_ddl(S2, "DROP TABLE orders", 1)
+    # the table comes back with another column, then changes: they wait behind the DROP
+    assert c.on_ddl(S2, "CREATE TABLE orders (id INT PRIMARY KEY, a INT NOT NULL, z INT)", 2) == []
+    assert c.on_ddl(S2, "ALTER TABLE orders ADD COLUMN w INT", 3) == []
+    assert not c.targets[T].downstream().has_column("z")  # type: ignore[union-attr]
+    assert [p.sql for p in c.targets[T].shards[S2].pending][1:] == [
+        "CREATE TABLE orders (id INT PRIMARY KEY, a INT NOT NULL, z INT)",
+        "ALTER TABLE orders ADD COLUMN w INT",
+    ]
+    out = c.command(parse_command(f"unlock {T} --shard {S2} --action skip"))
+    st = c.targets[T].shards[S2]
+    assert st.schema.column_names() == ("id", "a", "z", "w") and not st.pending
+    assert [d.statement for d in out if isinstance(d, ApplyDDL)] == [
+        "ALTER TABLE `orders` ADD COLUMN `z` INT NULL AFTER `b`",
+        "ALTER TABLE `orders` ADD COLUMN `w` INT NULL AFTER `z`",
+    ]
+
+
+def swap(policy: dict[str, str]) -> tuple[Coordinator, list[object]]:
+    """Two shard tables of one database swap names through a third (one statement)."""
+    a, b = ShardId.parse("s1.db1.orders_a"), ShardId.parse("s1.db1.orders_b")
+    c = Coordinator(Router((Route(T, table="orders_*"),)),
+                    {T: TargetConfig("optimistic", False, Policy.of(policy))})  # fmt: skip
+    c.register(a, parse_create_table("CREATE TABLE orders_a (id INT PRIMARY KEY, x INT)"))
+    c.register(b, parse_create_table("CREATE TABLE orders_b (id INT PRIMARY KEY, x INT, y INT)"))
+    sql = "RENAME TABLE orders_a TO orders_t, orders_b TO orders_a, orders_t TO orders_b"
+    return c, c.on_ddl(a, sql, 5)
+
+
+def test_a_failed_rename_table_holds_the_statement_whole_and_taking_it_forwards_it() -> None:
+    forwarded, _ = swap({})
+    c, out = swap({"rename_table": "fail"})
+    a, b = ShardId.parse("s1.db1.orders_a"), ShardId.parse("s1.db1.orders_b")
+    assert kinds_of(out) == ["Hold", "Hold"]
+    assert c.route_row(a).action == "hold" and c.route_row(b).action == "hold"
+    state = json.loads(json.dumps(snapshot(c)))
+    c = restore(state, c.router, c.configs)
+    out = c.command(parse_command(f"unlock {T} --shard {b} --action exec"))
+    assert "Rename" in kinds_of(out) and c.locks()[0].stage == "none"
+    assert not any(s.pending for s in c.targets[T].shards.values())
+    names = {s.table: st.schema.column_names() for s, st in c.targets[T].shards.items()}
+    assert names == {"orders_a": ("id", "x", "y"), "orders_b": ("id", "x")}  # swapped
+    assert names == {
+        s.table: st.schema.column_names() for s, st in forwarded.targets[T].shards.items()
+    }
+
+
+def test_force_remove_takes_a_held_table_statement() -> None:
+    c = coord("pessimistic", {"drop_table": "fail"})
+    c.on_ddl(S2, "DROP TABLE orders", 1)
+    c.command(parse_command(f"unlock {T} --force-remove"))
+    assert S2 not in c.targets[T].shards and c.locks()[0].stage == "none"
