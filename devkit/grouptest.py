@@ -48,6 +48,8 @@ from devkit.killtest import DDL, canon
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ("rollout", "stop", "owner-kill", "race", "ahead")
 LEASE_S = 8.0
+# Small, so that every case compacts its log while it runs (docs/groups.md, "Compaction").
+SNAPSHOT_EVERY = 5
 # Where the stop case stops job b (``--pause-at POINT[:N]``): ``joined``, from outside, at
 # the first look after its log says it joined (wherever its first batch is then); the
 # others, b stops itself (``SHARDMERGE_PAUSE_AT``, streaming.faults) at the N-th time:
@@ -86,6 +88,9 @@ class CaseReport:
     ahead: int = 0  # `ahead` records in the group log (rows found ahead of their DDL)
     # whether the members' saved replicas are equal at the end (None: not compared)
     replicas_equal: bool | None = None
+    snapshots: list[int] = field(default_factory=list)  # the log records of the snapshots kept
+    log_first: int = 0  # the first log file compaction left (0: none removed)
+    log_end: int = 0
 
     @property
     def ok(self) -> bool:
@@ -116,6 +121,8 @@ class CaseReport:
                 if self.case == "ahead"
                 else []
             ),
+            f"  compaction: snapshots at {', '.join(map(str, self.snapshots)) or 'none'}; "
+            f"log kept from record {self.log_first + 1} to {self.log_end}",
             *(f"  {n}" for n in self.notes),
         ]
 
@@ -183,6 +190,7 @@ coordination:
   members: [a, b]
   lease_s: {LEASE_S}
   heartbeat_s: 1
+  snapshot_every: {SNAPSHOT_EVERY}
 ops: {{port: 0, generated_token_file: "{work / ("ops-token-" + job)}"}}
 """
     )
@@ -497,6 +505,9 @@ def run_case(
     if case == "ahead":
         r.ahead = _ahead_records(store)
     r.ddl_runs = ddl_runs(spark, lake)
+    r.snapshots = store.numbers("snapshots")
+    kept = store.numbers("log")
+    r.log_first, r.log_end = (kept[0], kept[-1] + 1) if kept else (0, 0)
     for n in store.numbers("terms"):
         t = store.read_numbered("terms", n) or {}
         r.terms.append(f"{n}:{t.get('member')}@{t.get('epoch')}")
