@@ -474,7 +474,25 @@ class GroupMember:
 
     def read(self) -> None:
         """Read the log records not read yet (a record, once read, never changes), in
-        order: ``records`` holds ``base + 1`` to ``end`` without a gap."""
+        order: ``records`` holds ``base + 1`` to ``end`` without a gap. Below the snapshot
+        this member started from, a record the owner's compaction removed while this
+        member read (it removes the lowest first) is skipped, with the ones before it:
+        they are in the snapshot, and no replica of this member needs them (each is at
+        or past the floor the compaction kept)."""
+        while True:
+            self._read_on()
+            if self.end >= self.snapshot:
+                return
+            start = self._log_start()
+            if start <= self.end:
+                return
+            for k in [k for k in self.records if k <= start]:
+                record = self.records.pop(k)
+                if record.id and self.ids.get(record.id) == k:
+                    del self.ids[record.id]
+            self.base = self.end = start
+
+    def _read_on(self) -> None:
         for n, value in self.store.log(self.end - 1):
             # a stored value that is not a record is read as an ``invalid`` one: the
             # fold refuses it with the reason, in every member alike

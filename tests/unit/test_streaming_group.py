@@ -596,6 +596,25 @@ def test_the_owner_compacts_the_log_and_a_start_reads_what_is_recent(tmp_path: P
     assert a.store.numbers("log") == list(range(26)) and a.records_removed == 0
     a.compact_log()  # at most once per lease
     assert a.records_removed == 0
+    # a start that reads while the owner removes the log's first records (lowest first)
+    # skips what went: those records are in the snapshot it starts from
+    racing = member(tmp_path, "b", clock, snapshot_every=8)
+    real = racing.store.read_numbered
+
+    def removed_meanwhile(folder: str, n: int) -> dict[str, Any] | None:
+        if folder == "log" and n == 3:
+            racing.store.prune_below("log", 12)
+        return real(folder, n)
+
+    racing.store.read_numbered = removed_meanwhile  # type: ignore[method-assign]
+    racing.base = racing.end = 0
+    racing.records.clear()
+    racing.read()
+    assert racing.base == 12 and sorted(racing.records) == list(range(13, 27))
+    racing.fold(racing.latest)
+    assert snapshot(racing.latest.coordinator) == snapshot(whole.coordinator)
+    for n, record in everything[:12]:  # put the log back as it was for what follows
+        a.store.create_new(f"log/{n - 1:012d}.json", record.to_json())
 
     # both members saved two batches (at 20, then 26): floors 20; the log keeps 20 on
     ra, rb2 = replica(a), replica(b)
