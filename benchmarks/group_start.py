@@ -58,19 +58,20 @@ def store_of(s: Settings) -> GroupStore:
 
 
 def fill(tmp: Path, records: int, shards: int) -> None:
-    """Append ``records`` records of member a: the shards' CREATE TABLEs, then rollouts."""
+    """Append ``records`` records of member a: the shards' CREATE TABLEs, then rollouts
+    (each append from the number it knows is next, as a member appends)."""
     s = settings(tmp, "a", 0)
     store = store_of(s)
     summary = s.fold_summary()
     joined = {"settings": {"fingerprint": settings_fingerprint(summary), "summary": summary}}
     names = [f"s1.db_{i // 16}.orders_{i % 16}" for i in range(shards)]
-    store.append(Record("a:join", "a", "join", joined).to_json())
-    store.append(Record("b:join", "b", "join", joined).to_json())
+    store.append(Record("a:join", "a", "join", joined).to_json(), start=0)
+    store.append(Record("b:join", "b", "join", joined).to_json(), start=1)
     n, column = 2, 0
     for i, shard in enumerate(names):
         sql = f"CREATE TABLE orders_{i % 16} (id BIGINT NOT NULL, v INT, PRIMARY KEY (id))"
         body = {"shard": shard, "sql": sql, "position": [n], "origin": None, "channel": "t"}
-        store.append(Record(f"a:ddl:{shard}:{n}", "a", "ddl", body).to_json())
+        store.append(Record(f"a:ddl:{shard}:{n}", "a", "ddl", body).to_json(), start=n)
         n += 1
     while n < records:
         for i, shard in enumerate(names):
@@ -78,7 +79,7 @@ def fill(tmp: Path, records: int, shards: int) -> None:
                 break
             sql = f"ALTER TABLE orders_{i % 16} ADD COLUMN c{column} INT"
             body = {"shard": shard, "sql": sql, "position": [n], "origin": None, "channel": "t"}
-            store.append(Record(f"a:ddl:{shard}:{n}", "a", "ddl", body).to_json())
+            store.append(Record(f"a:ddl:{shard}:{n}", "a", "ddl", body).to_json(), start=n)
             n += 1
         column += 1
 

@@ -555,7 +555,8 @@ class GroupMember:
         seq = self.ids.get(record.id)
         if seq is not None:
             return seq
-        taken = self.store.append(record.to_json()) + 1
+        # every number below ``end`` holds a record (read): claim from there, unlisted
+        taken = self.store.append(record.to_json(), start=self.end) + 1
         # Read up to it: the numbers before it may be other members' appends of the
         # meantime (a record kept out of order would leave them unread).
         self.read()

@@ -200,13 +200,22 @@ class GroupStore:
                 found.append(int(m.group(1)))
         return sorted(found)
 
-    def claim_next(self, folder: str, value: dict[str, Any], attempts: int = 1000) -> int:
+    def claim_next(
+        self, folder: str, value: dict[str, Any], attempts: int = 1000, start: int | None = None
+    ) -> int:
         """Put ``value`` under the first free number of ``folder``; its number.
 
         A writer that loses a number to another tries the next one; ``attempts`` bounds
-        the tries (a store that keeps refusing is an error, not a loop)."""
-        taken = self.numbers(folder)
-        n = taken[-1] + 1 if taken else 0
+        the tries (a store that keeps refusing is an error, not a loop). ``start``: the
+        first number to try, when the caller knows every number below it is taken (a
+        reader of the folder up to there), so that the folder need not be listed; unless
+        the number after it is taken (``start`` is a gap: a record lost, which nobody may
+        fill but an operator), then the folder is listed and the claim goes past its end."""
+        if start is not None and self.records.read(self.uri(folder, _numbered(start + 1))) is None:
+            n = start
+        else:
+            taken = self.numbers(folder)
+            n = taken[-1] + 1 if taken else 0
         data = _encode(value)
         for _ in range(attempts):
             if self.records.create_new(self.uri(folder, _numbered(n)), data):
@@ -252,9 +261,10 @@ class GroupStore:
 
     # --- the group log ----------------------------------------------------------------------
 
-    def append(self, record: dict[str, Any]) -> int:
-        """Append a record to the group log; its sequence number."""
-        return self.claim_next("log", record)
+    def append(self, record: dict[str, Any], start: int | None = None) -> int:
+        """Append a record to the group log; its sequence number. ``start``: the first
+        number not read yet by the caller (no listing of the log: see ``claim_next``)."""
+        return self.claim_next("log", record, start=start)
 
     def log(self, after: int = -1) -> Iterator[tuple[int, dict[str, Any]]]:
         return self.since("log", after)

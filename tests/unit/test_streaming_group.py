@@ -237,10 +237,12 @@ def test_an_append_reads_the_others_appends_before_it(tmp_path: Path) -> None:
     a, b = member(tmp_path, "a", clock), member(tmp_path, "b", clock)
     append = a.store.append
 
-    def raced(value: dict[str, Any]) -> int:
-        # b appends between a's read of the log and a's own append
+    def raced(value: dict[str, Any], start: int | None = None) -> int:
+        # b appends between a's read of the log and a's own append: a's claim of the
+        # number it read up to loses, and it takes the next one
         b.append(ddl("b", "s2.db_1.orders_0", CREATE, 1))
-        return append(value)
+        assert start == 0
+        return append(value, start)
 
     a.store.append = raced  # type: ignore[method-assign]
     assert a.append(ddl("a", "s1.db_0.orders_0", CREATE, 2)) == 2
