@@ -46,7 +46,7 @@ from coordinator.scenario.moving import CopyTool
 from coordinator.scenario.observe import Observation, row_key
 from coordinator.scenario.runner import ScenarioResult
 from coordinator.scenario.upstream import RowEvent
-from coordinator.scenario.values import fill_value
+from coordinator.scenario.values import downstream_value, fill_value
 from devkit import ghost_binary
 from devkit.scenario_spark import SparkScenarioSession, _Run, run_in_session
 from schemas.model import quote
@@ -675,7 +675,7 @@ class _MariaRun(_Run):
                     "table_column": shard.table,
                 }[kind]
             elif col.key in row:
-                out[col.name] = row[col.key]
+                out[col.name] = downstream_value(col, row[col.key])  # a zero date: NULL
             else:
                 out[col.name] = fill_value(col)
         return out

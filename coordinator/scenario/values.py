@@ -9,7 +9,7 @@ from typing import Any
 
 from schemas.model import Column, string_value
 
-__all__ = ["canonical", "fill_value", "literal_value"]
+__all__ = ["canonical", "downstream_value", "fill_value", "literal_value"]
 
 
 def literal_value(sql: str) -> Any:
@@ -33,7 +33,13 @@ def fill_value(column: Column) -> Any:
     """The value a row lacking ``column`` gets (its default, NULL or MySQL's implicit).
     MySQL's zero date has no value downstream: NULL, as the streaming sink writes it
     (``streaming.sql.spark_types.literal_expr``)."""
-    value = literal_value(column.fill_sql())
+    return downstream_value(column, literal_value(column.fill_sql()))
+
+
+def downstream_value(column: Column, value: Any) -> Any:
+    """``value`` of ``column`` as the downstream holds it: MySQL's zero date (which a
+    server stores and returns as ``0000-00-00...``) is NULL there, other values as they
+    are."""
     zero = isinstance(value, str) and value.startswith("0000-00-00")
     return None if zero and column.type.base in ("DATE", "DATETIME", "TIMESTAMP") else value
 

@@ -155,3 +155,19 @@ def test_no_file_on_the_real_upstream_ends_where_its_oracle_cannot_be_compared(
     )
     if ended_apart:
         assert _Checks(s).oracle_exemption(Observation(None, [], [], None)), path.name
+
+
+def test_the_oracle_holds_the_zero_date_as_the_downstream_does() -> None:
+    """MySQL's zero date, which the server returns as ``0000-00-00 ...``, is NULL
+    downstream (docs/ddl-coverage.md): the oracle projects it so, other values as read."""
+    from coordinator.ids import ShardId
+
+    schema = parse_create_table(
+        "CREATE TABLE orders (id INT PRIMARY KEY, ts TIMESTAMP NOT NULL DEFAULT 0, note CHAR(20))"
+    )
+    seen = Observation(schema, [], NO_LOCK, None)
+    shard = ShardId.parse("s1.db1.orders")
+    row = {"id": 1, "ts": "0000-00-00 00:00:00", "note": "0000-00-00"}
+    assert _MariaRun.project(row, shard, seen, {}) == {"id": 1, "ts": None, "note": "0000-00-00"}
+    dated = _MariaRun.project({**row, "ts": "2021-05-06 07:08:09"}, shard, seen, {})
+    assert dated["ts"] == "2021-05-06 07:08:09"
