@@ -644,9 +644,11 @@ class Writer:
         src: DataFrame,
         version: int,
         pin: bool = False,
-    ) -> None:
+    ) -> bool:
         """One MERGE of ``src`` (``streaming.batch.rows.merge_source``) into ``target``, its
-        driver planning timed (``Stats.plan_seconds``) and what Delta did counted.
+        driver planning timed (``Stats.plan_seconds``) and what Delta did counted; whether
+        ``src`` was read (not when the sink found the write done by an earlier run of the
+        batch and skipped it).
 
         With the append path, the rows are split and the appends wait for the end of the
         batch. ``pin``: ``src`` may read a Delta table the batch writes before then (the
@@ -664,8 +666,9 @@ class Writer:
         marks = self.key_marks(target)
         if marks is None:
             done = self.sink.merge(target, src, keys, list(schema.column_names()), version)
+            skipped = done.pop("skipped", 0)
             self.count_target_rows(target, done)
-            return
+            return not skipped
         # The batch's winners split (streaming.batch.new_keys): a key outside every island
         # of its prefix is not in the table; its upsert is appended, its delete is nothing.
         if pin:
@@ -681,6 +684,7 @@ class Writer:
                 target, parted.filter("NOT _free").drop("_free"), keys,
                 list(schema.column_names()), version,
             )  # fmt: skip
+            done.pop("skipped", 0)  # the split was read (measured) already
             self.count_target_rows(target, done)
         if sides["append"]:
             rows = parted.filter("_free AND _action <> 'd'").drop("_free")
@@ -688,6 +692,7 @@ class Writer:
         if sides["absent"]:
             # deletes of keys never written: the MERGE would have matched nothing
             self.count_target_rows(target, {"absent_deletes": sides["absent"]})
+        return True  # the split was read to measure it
 
     def key_marks(self, target: TargetId) -> KeyMarks | None:
         """The target's islands when this write splits its rows (the append path is on,
@@ -807,8 +812,10 @@ class Writer:
         # a name of its own (Spark keeps observations by name); a fast target has rows
         seen = Observation(f"shardmerge_fast_{uuid.uuid4().hex}")
         observed = projected.full.observe(seen, *_fast_counts())
-        self.merge_into(target, merge_source(observed.filter("_unfit IS NULL"), schema), version)
-        counts = _observed(seen, projected.full)
+        read = self.merge_into(
+            target, merge_source(observed.filter("_unfit IS NULL"), schema), version
+        )
+        counts = _observed(seen, projected.full, read)
         self.out.fast_path += 1
         if not counts["unfit"]:
             return None, counts
@@ -868,10 +875,15 @@ def _judged_at(first: Any, last: Any, points: list[Any]) -> list[Any] | None:
     return [lo, *[list(p) for p in inside], *tail]
 
 
-def _observed(seen: Observation, projected: DataFrame) -> dict[str, int]:
+def _observed(seen: Observation, projected: DataFrame, read: bool = True) -> dict[str, int]:
     """What ``seen`` observed while Delta read the MERGE source. Spark hands the metrics
     over when that read ends; should they not come (a MERGE that never read its source),
-    the same counts are computed over ``projected`` instead, and the fallback logged."""
+    the same counts are computed over ``projected`` instead, and the fallback logged.
+    ``read`` False: the sink skipped the write without reading its source (a batch run
+    again whose earlier run wrote it): counted over ``projected`` at once."""
+    if not read:
+        log.info("the fast path's MERGE was written by an earlier run of the batch: counted again")
+        return _counted(projected)
     got: dict[str, Any] = {}
 
     def wait() -> None:
@@ -886,6 +898,10 @@ def _observed(seen: Observation, projected: DataFrame) -> dict[str, int]:
         "the fast path's MERGE gave no observed counts within %s s: counting them again",
         OBSERVE_WAIT_S,
     )
+    return _counted(projected)
+
+
+def _counted(projected: DataFrame) -> dict[str, int]:
     row = projected.agg(*_fast_counts()).first()
     assert row is not None
     return {k: int(row[k]) for k in ("events", "actions", "unfit")}

@@ -401,7 +401,10 @@ class DeltaSink:
             result = self.retrying(path, lambda: self.spark.sql(sql))
         self.spark.catalog.dropTempView(view)
         done = _counts(result)
-        return {k: done.get(f"num_{k}_rows", 0) for k in ("inserted", "updated", "deleted")}
+        counts = {k: done.get(f"num_{k}_rows", 0) for k in ("inserted", "updated", "deleted")}
+        # Delta returns no row for a MERGE whose transaction version was done already: it
+        # skipped the write without reading the source
+        return counts if done else {**counts, "skipped": 1}
 
     def append(self, target: TargetId, rows: DataFrame, columns: list[str], version: int) -> None:
         """Append ``rows`` (``columns`` of the target's schema, and ``_action``), rows whose

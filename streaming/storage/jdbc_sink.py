@@ -471,7 +471,7 @@ class JdbcSink:
         zero = {"inserted": 0, "updated": 0, "deleted": 0}
         with self._connection() as conn:
             if self._slot_done(conn, target, slot):
-                return zero
+                return {**zero, "skipped": 1}  # the rows were not read (the Sink port)
             stage = self._stage(conn, target, rows, columns, key)
         crash_point("jdbc_staged")
         table = self._table(target)

@@ -87,7 +87,8 @@ class Sink(Protocol):
     ) -> dict[str, int]:
         """Upsert or delete each row by ``key`` (its ``_action``: ``u`` or ``d``) in one
         write under ``slot``; what it did (``inserted``, ``updated``, ``deleted``; zeros
-        when the slot was written already)."""
+        when the slot was written already, with ``skipped``: 1 when ``rows`` were then
+        not read at all, so that nothing waits for what reading them would report)."""
         ...
 
     def truncate(self, target: TargetId, matches: list[Match], slot: int) -> int:
