@@ -539,11 +539,19 @@ class Coordinator:
         if t.policy.word(kind) != "fail":
             return False
         t.note_policy(shard, ddl.sql, kind, "fail")
+        self._fail_table(t, st, ddl, kind, out)
+        return True
+
+    @staticmethod
+    def _fail_table(
+        t: Target, st: ShardState, ddl: PendingDDL, kind: str, out: list[Decision]
+    ) -> None:
+        """Hold ``st`` in ``conflict`` on a table statement, or queue it behind the DDL the
+        shard is held on (the lock's rules hold it in ``conflict`` when they reach it)."""
         if st.held:
             st.pending = [*st.pending, ddl]
         else:
             RULES[t.mode].fail_by_policy(t, st, ddl, kind, "fail", out)
-        return True
 
     @staticmethod
     def _behind_table(st: ShardState, ddl: PendingDDL) -> bool:
@@ -596,7 +604,8 @@ class Coordinator:
             later[old] = s.pending[1:]
             s.pending = s.pending[:1]
             s.conflict = None
-            RULES[self.targets[self.where[old]].mode].forget(self.targets[self.where[old]], s)
+            tt = self.targets[self.where[old]]
+            RULES[tt.mode].forget(tt, s)
         for old, new in ddl.renames:
             self._note_table(old, ddl.sql, "rename_table")
             self._rename(old, new, out, ddl.position)
@@ -943,10 +952,7 @@ class Coordinator:
             word = t.policy.word("rename_table")
             if word != "forward":
                 t.note_policy(old, sql, "rename_table", word)
-            if st.held:
-                st.pending = [*st.pending, ddl]
-            else:
-                RULES[t.mode].fail_by_policy(t, st, ddl, "rename_table", "fail", out)
+            self._fail_table(t, st, ddl, "rename_table", out)
         return True
 
     def _note_table(self, shard: ShardId, sql: str, kind: str) -> None:

@@ -452,8 +452,7 @@ class GroupMember:
         self._threads: list[threading.Thread] = []
         # The log folded to its end, for the owner's work and an idle member's
         # acknowledgement (no decision of it is executed: the batches fold their own).
-        self.latest = (Replica.new(router, configs, default) if snap is None
-                       else Replica.restore(snap["replica"], router, configs, default))  # fmt: skip
+        self.latest = Replica.new(router, configs, default) if snap is None else self._snapped()
         self.write_beat()
         log.info(
             "group %s: member %s, epoch %d, store %s",
@@ -486,11 +485,8 @@ class GroupMember:
             start = self._log_start()
             if start <= self.end:
                 return
-            for k in [k for k in self.records if k <= start]:
-                record = self.records.pop(k)
-                if record.id and self.ids.get(record.id) == k:
-                    del self.ids[record.id]
-            self.base = self.end = start
+            self.forget_below(start)
+            self.end = start
 
     def _read_on(self) -> None:
         for n, value in self.store.log(self.end - 1):
@@ -607,9 +603,7 @@ class GroupMember:
         from an old copy), and the error says so."""
         snap = self.snapshot_value
         if replica.seq == 0 and snap is not None and self.snapshot >= self.base:
-            s = self.settings
-            taken = Replica.restore(snap["replica"], s.router(), s.target_configs(),
-                                    s.default_config())  # fmt: skip
+            taken = self._snapped()
             replica.coordinator, replica.seq = taken.coordinator, taken.seq
             replica.owners, replica.versions = taken.owners, taken.versions
             replica.refused = taken.refused
@@ -624,6 +618,13 @@ class GroupMember:
             "with a new checkpoint (it then starts from the snapshot; docs/groups.md, "
             '"Compaction")'
         )
+
+    def _snapped(self) -> Replica:
+        """A replica restored from the snapshot this member started with."""
+        assert self.snapshot_value is not None
+        s = self.settings
+        return Replica.restore(self.snapshot_value["replica"], s.router(), s.target_configs(),
+                               s.default_config())  # fmt: skip
 
     def check_published(self, published: dict[str, Any] | None, what: str) -> None:
         """A published decision's settings fingerprint against this member's."""
@@ -1024,7 +1025,7 @@ class GroupMember:
         recent)."""
         if n <= self.base:
             return
-        for k in range(self.base + 1, n + 1):
+        for k in range(self.base + 1, min(n, self.end) + 1):  # read: no record past end
             record = self.records.pop(k)
             if record.id and self.ids.get(record.id) == k:
                 del self.ids[record.id]
