@@ -7,8 +7,9 @@ t CHANGE a z INT`` in turn (a conflict DDL: each shard is held until the last on
 same change, which resolves the lock and releases them all). Each ``Coordinator.on_ddl``
 call is timed end to end (wall clock, and the process's CPU time, which other work on the
 machine inflates less): parsing, routing, the lock rules, termination. Every shard's
-statement is its own text (its own table name), so no statement is read from another
-shard's parse.
+statement is its own text (its own table name); since 2026-12-01 a statement is read once
+per shape (``schemas.ddl.parse_ddl``: the same ALTER but for the table's name), so the
+rollout tokenizes each of its two statements once.
 
 Baseline, from the same run: the same rollout against the coordinator as of ``--baseline``
 (default: the commit before its lock kept an index and before statements were parsed

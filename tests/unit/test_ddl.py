@@ -29,7 +29,7 @@ from schemas.changes import (
     TableOptions,
     TruncateTable,
 )
-from schemas.ddl import apply, normalize, parse_create_table, parse_ddl, parse_type
+from schemas.ddl import _parsed, apply, normalize, parse_create_table, parse_ddl, parse_type
 from schemas.errors import DDLError, SchemaError
 from schemas.model import Column, ColumnType, Index, TableName, TableSchema
 
@@ -530,10 +530,15 @@ def test_a_rollout_statement_reads_the_same_on_every_table() -> None:
     assert again[1] == RenameTable(TableName("t_2", "db"), TableName("u_1"))
     case("ALTER TABLE t ADD UNIQUE KEY (a)", alter(AddIndex(Index("", ("a",), "UNIQUE"))))
     rejected("ALTER IGNORE TABLE t2 ADD UNIQUE KEY (a)", "duplicate rows")
-    # A statement is parsed once; an error is found again and names its own statement.
-    assert parse_ddl("ALTER TABLE t_1 ADD COLUMN c INT") is parse_ddl(
+    # A statement is parsed once (an ALTER once per shape: tests/unit/test_ddl_shapes.py);
+    # an error is found again and names its own statement.
+    once = parse_ddl("CREATE TABLE t_1 (c INT)")
+    misses = _parsed.cache_info().misses
+    assert parse_ddl("CREATE TABLE t_1 (c INT)") is once
+    assert parse_ddl("ALTER TABLE t_1 ADD COLUMN c INT") == parse_ddl(
         "ALTER TABLE t_1 ADD COLUMN c INT"
     )
+    assert _parsed.cache_info().misses - misses <= 1
     rejected("ALTER TABLE t_1 ADD COLUMN a INT DEFAULT (1", "Expecting )")
     rejected("ALTER TABLE t_2 ADD COLUMN a INT DEFAULT (1", "Expecting )")
 
