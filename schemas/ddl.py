@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -135,6 +136,18 @@ _ALTER_HEAD = re.compile(
 )
 _SHAPE_NAME = "__shardmerge_shape_table__"
 _SHAPE_TABLE = TableName(_SHAPE_NAME)
+
+
+class _NoShapes(logging.Filter):
+    """sqlglot warns about a statement it falls back on (``... contains unsupported
+    syntax``); a shape is not a statement anyone wrote, and the statement itself is read
+    again, with its own warning, when the shape fails."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _SHAPE_NAME not in record.getMessage()
+
+
+logging.getLogger("sqlglot").addFilter(_NoShapes())
 
 
 def _alter_shape(sql: str) -> tuple[TableName, str] | None:

@@ -103,3 +103,11 @@ def test_an_error_names_the_shards_own_statement() -> None:
     with pytest.raises(DDLError) as info:
         parse_ddl(sql)
     assert info.value.statement == sql
+
+
+def test_sqlglot_never_logs_a_shape(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="sqlglot"), pytest.raises(DDLError):
+        parse_ddl("ALTER TABLE orders_3 FROBNICATE a_shape_logged")
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("orders_3 FROBNICATE" in m for m in messages)
+    assert not any("__shardmerge_shape_table__" in m for m in messages)
