@@ -12,7 +12,9 @@ plain streaming JDBC upsert of the same events measured in the same run.
    slot): what a plain Spark job upserting into the database does, exactly once too.
 3. shardmerge: the streaming job (AvailableNow) with ``sink: {kind: jdbc}``.
 4. baseline again (a second table and checkpoint): the first run paid the JVM's warm-up.
-Prints the rates, the job's ratio to the faster baseline (target >= 0.9x) and DM's published 29.1k events/s per
+5. shardmerge again (a second table and checkpoint), as warm as the baseline's second run
+   (since 2026-12-01; before, the job ran once, after the baseline's cold run only).
+Prints the rates, the faster job's ratio to the faster baseline (target >= 0.9x) and DM's published 29.1k events/s per
 DM-worker (DM 5.3, insert-only sysbench on 48-core servers) for scale.
 """
 
@@ -77,6 +79,25 @@ def plain_jdbc_stream(
     return time.time() - started, seen["batches"]
 
 
+def run_job(
+    spark: Any, bootstrap: str, work: Path, args: Any, sink: dict[str, Any], target: str
+) -> tuple[float, Settings]:
+    """The job over every record into ``target`` (a checkpoint of its own): (seconds,
+    its settings)."""
+    from streaming.job import build_query
+
+    home = work / ("job-" + target.replace(".", "-"))
+    job = jdbc_settings(
+        settings(bootstrap, "bench", home, "optimistic", args.max_offsets, target=target), sink
+    )
+    started = time.time()
+    query, _ = build_query(spark, job, available_now=True)
+    query.awaitTermination()
+    if query.exception() is not None:
+        raise RuntimeError(str(query.exception()))
+    return time.time() - started, job
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sink", choices=["mariadb", "postgresql"], default="mariadb")
@@ -86,7 +107,6 @@ def main() -> None:
     parser.add_argument("--steady", action="store_true", help="no DDL rollout")
     args = parser.parse_args()
     from devkit import downstream_local, kafka_local
-    from streaming.job import build_query
     from streaming.runtime.spark_session import build_spark
 
     work = Path(tempfile.mkdtemp(prefix="shardmerge-jdbc-bench-"))
@@ -103,35 +123,35 @@ def main() -> None:
         plain = sent / secs_plain
         print(f"baseline: {sent:,} records in {secs_plain:.1f} s = {plain:,.0f}/s "
               f"({batches_plain} batches)", flush=True)  # fmt: skip
-        job = jdbc_settings(
-            settings(broker.bootstrap, "bench", work / "job", "optimistic", args.max_offsets), sink
-        )
-        started = time.time()
-        query, _ = build_query(spark, job, available_now=True)
-        query.awaitTermination()
-        if query.exception() is not None:
-            raise RuntimeError(str(query.exception()))
-        secs_job = time.time() - started
+        secs_job, job = run_job(spark, broker.bootstrap, work, args, sink, "shop.orders")
         rate = sent / secs_job
+        print(f"shardmerge: {sent:,} records in {secs_job:.1f} s = {rate:,.0f}/s", flush=True)
         secs_again, _ = plain_jdbc_stream(spark, base, sink, "orders_again")
         again = sent / secs_again
         print(f"baseline again: {sent:,} records in {secs_again:.1f} s = {again:,.0f}/s",
               flush=True)  # fmt: skip
+        # the job again, warm as the baseline's second run is (a table of its own)
+        secs_job2, job2 = run_job(spark, broker.bootstrap, work, args, sink, "shop.orders_again")
+        rate2 = sent / secs_job2
+        print(f"shardmerge again: {sent:,} records in {secs_job2:.1f} s = {rate2:,.0f}/s",
+              flush=True)  # fmt: skip
         best = max(plain, again)
+        ours = max(rate, rate2)
         from coordinator.ids import TargetId
         from streaming.storage.sinks import sink_of
 
-        written: Any = sink_of(spark, job, "bench-reader")
-        rows = written.read(TargetId("shop", "orders")).count()
-        print(f"shardmerge: {sent:,} records in {secs_job:.1f} s = {rate:,.0f}/s "
-              f"({rows:,} rows in the table)", flush=True)  # fmt: skip
+        for s_, name in ((job, "orders"), (job2, "orders_again")):
+            written: Any = sink_of(spark, s_, "bench-reader")
+            rows = written.read(TargetId("shop", name)).count()
+            print(f"rows in shop.{name}: {rows:,}", flush=True)
         print()
         print(f"| {args.sink}, {args.events:,} events, {args.shards} shards"
               f"{', steady' if args.steady else ', DDL rollout'} | events/s |")  # fmt: skip
         print("|---|---|")
         print(f"| plain streaming JDBC upsert (baseline), first / again | {plain:,.0f} / "
               f"{again:,.0f} |")  # fmt: skip
-        print(f"| shardmerge, JDBC sink | {rate:,.0f} ({rate / best:.2f}x the faster baseline) |")
+        print(f"| shardmerge, JDBC sink, first / again | {rate:,.0f} / {rate2:,.0f} "
+              f"(the faster: {ours / best:.2f}x the faster baseline) |")  # fmt: skip
         print(f"| DM 5.3, one DM-worker (published, 48 cores) | {DM_EVENTS_PER_S:,} |")
 
 

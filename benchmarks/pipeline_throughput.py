@@ -119,16 +119,17 @@ def settings(
     mode: str,
     max_offsets: int,
     sink: dict[str, Any] | None = None,
+    target: str = "shop.orders",
 ) -> Settings:
     """The job's settings for a benchmark run; ``sink``: settings of the sink beyond its
-    path (``append_new_keys``, ``append_min_rows``)."""
+    path (``append_new_keys``, ``append_min_rows``); ``target``: the table written."""
     return Settings(
         kafka=KafkaSettings(bootstrap=bootstrap, max_offsets_per_trigger=max_offsets),
         sources=[
             SourceSettings(format="debezium", pattern=source + r"(\..*)?", schema_pattern=source)
         ],
-        routes=[RouteSettings(target="shop.orders", table="orders_*")],
-        targets={"shop.orders": TargetSettings(mode=mode)},
+        routes=[RouteSettings(target=target, table="orders_*")],
+        targets={target: TargetSettings(mode=mode)},
         sink=SinkSettings(path=str(work / "lake"), **(sink or {})),
         checkpoint=str(work / "checkpoint"),
     )
