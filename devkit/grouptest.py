@@ -24,6 +24,12 @@ waits until the table equals the oracle (the shards' final rows) or a deadline p
 Each case prints the rows against the oracle (lost, extra, duplicated keys), how many
 times each downstream DDL ran (Delta's history), the owner's terms, and the fenced
 batches (a member that found its lease gone, a write Delta refused).
+
+``--sink mariadb|postgresql``: the shared target is a table in a local database server
+the run starts (the JDBC sink; the group store, stash and dead letters stay in the lake),
+emptied before each case; the rows are read back over JDBC, and the downstream changes are
+those of the sink's history table, one row per change made (a change found already made
+is recorded once, so a second run shows as none, not as two).
 """
 
 from __future__ import annotations
@@ -86,6 +92,7 @@ class CaseReport:
     stopped: list[str] = field(default_factory=list)  # jobs whose restart policy gave up
     notes: list[str] = field(default_factory=list)
     ahead: int = 0  # `ahead` records in the group log (rows found ahead of their DDL)
+    paused: bool = False  # the stop case: job b was stopped (else the case did not happen)
     # whether the members' saved replicas are equal at the end (None: not compared)
     replicas_equal: bool | None = None
     snapshots: list[int] = field(default_factory=list)  # the log records of the snapshots kept
@@ -97,7 +104,8 @@ class CaseReport:
         ran_once = all(n == 1 for n in self.ddl_runs.values()) and len(self.ddl_runs) == 3
         rows = not self.lost and not self.extra and not self.duplicated
         ahead = self.case != "ahead" or (self.ahead > 0 and self.replicas_equal is True)
-        return rows and ran_once and not self.stopped and ahead
+        paused = self.case != "stop" or self.paused
+        return rows and ran_once and not self.stopped and ahead and paused
 
     def lines(self) -> list[str]:
         runs = ", ".join(f"{k}={v}" for k, v in sorted(self.ddl_runs.items()))
@@ -164,9 +172,21 @@ def produce(
     return oracle.rows, send_held
 
 
-def write_config(work: Path, job: str, bootstrap: str, prefix: str, lake: str) -> Path:
+def write_config(
+    work: Path, job: str, bootstrap: str, prefix: str, lake: str,
+    db: dict[str, Any] | None = None,
+) -> Path:  # fmt: skip
+    """Job ``job``'s settings; ``db``: the target in that database (``sink_settings`` of
+    :mod:`devkit.downstream_local`; its password reaches the job in the environment, see
+    :func:`db_env`), the stash and dead letters still under ``lake``."""
     path = work / f"{job}.yaml"
     source = f"g{job}"
+    sink = f'{{path: "{lake}"}}'
+    if db is not None:
+        sink = (
+            f'{{kind: jdbc, url: "{db["url"]}", dialect: {db["dialect"]}, '
+            f'user: "{db["user"]}", path: "{lake}"}}'
+        )
     path.write_text(
         f"""kafka:
   bootstrap: "{bootstrap}"
@@ -180,7 +200,7 @@ routes:
     table: 'orders_*'
 targets:
   shop.orders: {{mode: optimistic}}
-sink: {{path: "{lake}"}}
+sink: {sink}
 checkpoint: "{work / ("checkpoint-" + job)}"
 trigger_interval: "1 second"
 restart: {{attempts: 20, initial_backoff_s: 1, max_backoff_s: 4}}
@@ -270,13 +290,41 @@ class InProcessMember:
 
 def _joined(log: Path) -> bool:
     """Whether the job's log says it joined the group (its first batch is under way)."""
-    return log.exists() and "every member of the group joined" in log.read_text(errors="replace")
+    return log.exists() and _JOINED.search(log.read_text(errors="replace")) is not None
 
 
-def compare(spark: Any, lake: str, oracle: dict[Any, dict[str, Any]], r: CaseReport) -> bool:
+# the batch's log line (streaming.batch.protocol): "every member of group g1 joined"
+_JOINED = re.compile(r"every member of group \S+ joined")
+
+
+def db_env(db: dict[str, Any] | None) -> dict[str, str]:
+    """What a job's environment needs for ``db``: its password (never in the YAML)."""
+    if db is None or db.get("password") is None:
+        return {}
+    return {"SHARDMERGE__SINK__PASSWORD": str(db["password"])}
+
+
+def _db_sink(spark: Any, db: dict[str, Any]) -> Any:
+    from streaming.storage.jdbc_sink import JdbcSink
+
+    return JdbcSink(spark, "shardmerge-grouptest-reader", str(db["url"]), db["dialect"],
+                    db.get("user"), db.get("password"))  # fmt: skip
+
+
+def compare(
+    spark: Any, lake: str, oracle: dict[Any, dict[str, Any]], r: CaseReport,
+    db: dict[str, Any] | None = None,
+) -> bool:  # fmt: skip
+    """Whether the table equals the oracle (counts in ``r``); False while it cannot be
+    read yet (not made, or changed while read): the caller looks again."""
+    from coordinator.ids import TargetId
+
     path = f"{lake}/shop/orders"
     try:
-        df = spark.read.format("delta").load(path)
+        if db is not None:
+            df = _db_sink(spark, db).read(TargetId("shop", "orders"))
+        else:
+            df = spark.read.format("delta").load(path)
     except Exception:
         return False
     columns = [f.name for f in df.schema.fields if f.name.lower() in _oracle_columns(oracle)]
@@ -308,8 +356,20 @@ def _oracle_columns(oracle: dict[Any, dict[str, Any]]) -> set[str]:
     return {c.lower() for row in oracle.values() for c in row}
 
 
-def ddl_runs(spark: Any, lake: str) -> dict[str, int]:
-    """How many commits of the table ran each downstream DDL (Delta's history)."""
+def ddl_runs(spark: Any, lake: str, db: dict[str, Any] | None = None) -> dict[str, int]:
+    """How many commits of the table ran each downstream DDL (Delta's history; in a
+    database, the sink's history table: one row per change made, by its statement)."""
+    if db is not None:
+        from coordinator.ids import TargetId
+
+        changes = _db_sink(spark, db).history(TargetId("shop", "orders"), 1000)
+        return dict(
+            Counter(
+                str((h["cause"] or {}).get("statement"))
+                for h in changes
+                if h["operation"] == "ALTER TABLE"
+            )
+        )
     hist = spark.sql(f"DESCRIBE HISTORY delta.`{lake}/shop/orders`").collect()
     out: Counter[str] = Counter()
     for h in hist:
@@ -408,12 +468,13 @@ def run_case(
     case: str, bootstrap: str, work: Path, spark: Any, *, shards: int, rows: int,
     deadline_s: float, in_process: bool = False, storage: str | None = None,
     env: dict[str, str] | None = None, pause_at: str = "joined",
-    pause_max_s: float = PAUSE_MAX_S,
+    pause_max_s: float = PAUSE_MAX_S, db: dict[str, Any] | None = None,
 ) -> CaseReport:  # fmt: skip
     """One case; ``in_process``: job ``a`` runs in ``spark`` (the rollout and stop cases);
     ``storage``: a URI under which the lake goes (a bucket), ``env`` what reaches both jobs
     (their S3A settings); ``pause_at``: where the stop case stops job b, ``pause_max_s``:
-    how long at most (at least its lease and 10 s)."""
+    how long at most (at least its lease and 10 s); ``db``: the target in that database
+    (``devkit.downstream_local.sink_settings``; jobs as processes only)."""
     import shutil
 
     from streaming.group.member import applied as table_version
@@ -428,9 +489,9 @@ def run_case(
                                 "gb" if case == "ahead" else None)  # fmt: skip
     held_sent = case != "ahead"
     lake = f"{storage.rstrip('/')}/{case}/lake" if storage else f"file://{work / 'lake'}"
-    configs = {j: write_config(work, j, bootstrap, prefix, lake) for j in ("a", "b")}
-    env_a: dict[str, str] = dict(env or {})
-    env_b: dict[str, str] = dict(env or {})
+    configs = {j: write_config(work, j, bootstrap, prefix, lake, db) for j in ("a", "b")}
+    env_a: dict[str, str] = {**(env or {}), **db_env(db)}
+    env_b: dict[str, str] = {**(env or {}), **db_env(db)}
     if case == "owner-kill":
         env_a["SHARDMERGE_CRASH_AT"] = "group_after_alter:2"  # the 1st is the CREATE
     elif case == "race":
@@ -439,6 +500,8 @@ def run_case(
         env_b.update(pause_env(pause_at, shards))
     if in_process and case not in ("rollout", "stop", "ahead"):
         raise ValueError(f"case {case} signals job a: it needs a process of its own")
+    if in_process and db is not None:
+        raise ValueError("a database target: both jobs run as processes (its password)")
     jobs: dict[str, Job | InProcessMember] = {
         "a": InProcessMember(configs["a"], work / "a.log", spark)
         if in_process
@@ -447,6 +510,7 @@ def run_case(
     }
     store = group_store(f"{lake}/_shardmerge/groups/g1", spark)
     stopped_b = continued = False
+    stop_at, last = 0.0, 0  # when a job was stopped, and the table's version then
     outside = case == "stop" and "SHARDMERGE_PAUSE_AT" not in env_b
     try:
         while time.monotonic() - started < deadline_s:
@@ -456,15 +520,19 @@ def run_case(
             if outside and not stopped_b and _joined(work / "b.log"):
                 b.signal(signal.SIGSTOP)
                 stopped_b, stop_at, last = True, elapsed, _decided(store)
+                r.paused = True
                 r.notes.append(f"b SIGSTOPped at {elapsed:.0f} s ({_versions(store)})")
             if case == "stop" and not outside and not stopped_b and b.stopped_itself():
                 stopped_b, stop_at, last = True, elapsed, _decided(store)
+                r.paused = True
                 r.notes.append(f"b stopped itself at {env_b['SHARDMERGE_PAUSE_AT']} at "
                                f"{elapsed:.0f} s ({_versions(store)})")  # fmt: skip
             # b goes on once the owner ran, without it, a change decided after it stopped
             # (b's batch then finds the table past what it planned for), or pause_max_s on
-            went_on = stopped_b and (
-                table_version(store, "shop.orders") > last or elapsed > stop_at + pause_max_s
+            went_on = (
+                case == "stop"
+                and stopped_b
+                and (table_version(store, "shop.orders") > last or elapsed > stop_at + pause_max_s)
             )
             if case == "stop" and went_on and not continued and elapsed > stop_at + LEASE_S + 10:
                 b.signal(signal.SIGCONT)
@@ -493,7 +561,7 @@ def run_case(
                 continue
             if not held_sent:
                 continue
-            if compare(spark, lake, oracle, r):
+            if compare(spark, lake, oracle, r, db):
                 break
         else:
             r.notes.append(f"deadline of {deadline_s:.0f} s passed")
@@ -504,11 +572,11 @@ def run_case(
         r.stopped = [name for name, j in jobs.items() if j.gave_up()]
         for j in jobs.values():
             j.stop()
-    compare(spark, lake, oracle, r)
+    compare(spark, lake, oracle, r, db)
     r.seconds = time.monotonic() - started
     if case == "ahead":
         r.ahead = max(r.ahead, _ahead_records(store))
-    r.ddl_runs = ddl_runs(spark, lake)
+    r.ddl_runs = ddl_runs(spark, lake, db)
     r.snapshots = store.numbers("snapshots")
     kept = store.numbers("log")
     r.log_first, r.log_end = (kept[0], kept[-1] + 1) if kept else (0, 0)
@@ -536,7 +604,7 @@ def main() -> int:
     from devkit import kafka_local
     from streaming.runtime.spark_session import build_spark
 
-    parser = argparse.ArgumentParser(description="two shardmerge jobs writing one Delta table")
+    parser = argparse.ArgumentParser(description="two shardmerge jobs writing one table")
     parser.add_argument("--cases", default=",".join(CASES), help=f"of {', '.join(CASES)}")
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--rows", type=int, default=300, help="row changes per shard")
@@ -559,6 +627,13 @@ def main() -> int:
         "a local S3 store, through S3A (the project's log store makes Delta's commits "
         "conditional PUTs there)",
     )
+    parser.add_argument(
+        "--sink",
+        choices=["delta", "mariadb", "postgresql"],
+        default="delta",
+        help="where the shared target goes: a Delta table in the lake, or a table in a "
+        "local MariaDB or PostgreSQL server the run starts (the JDBC sink)",
+    )
     args = parser.parse_args()
     pause_env(args.pause_at, args.shards)  # a point that does not exist: before any JVM
     work = Path(args.workdir)
@@ -573,11 +648,20 @@ def main() -> int:
             print(f"the lake under {storage}", file=sys.stderr, flush=True)
         else:
             spark = build_spark("shardmerge-grouptest")
+        db = None
+        if args.sink != "delta":
+            from devkit import downstream_local
+
+            db = stack.enter_context(downstream_local.sink_settings(args.sink, work / "db"))
         for case in args.cases.split(","):
+            if db is not None:
+                from devkit import downstream_local
+
+                downstream_local.empty(db)  # each case on an empty server
             print(f"== {case}", file=sys.stderr, flush=True)
             r = run_case(case, broker.bootstrap, work / case, spark, shards=args.shards,
                          rows=args.rows, deadline_s=args.deadline, storage=storage,
-                         env=env, pause_at=args.pause_at)  # fmt: skip
+                         env=env, pause_at=args.pause_at, db=db)  # fmt: skip
             reports.append(r)
             print("\n".join(r.lines()), flush=True)
     ok = all(r.ok for r in reports)
