@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pipeline_throughput
 from pipeline_throughput import FINAL, ROLLOUT, produce, row_events, settings
 
 from streaming.config import Settings, SinkSettings
@@ -84,18 +85,11 @@ def run_job(
 ) -> tuple[float, Settings]:
     """The job over every record into ``target`` (a checkpoint of its own): (seconds,
     its settings)."""
-    from streaming.job import build_query
-
     home = work / ("job-" + target.replace(".", "-"))
     job = jdbc_settings(
         settings(bootstrap, "bench", home, "optimistic", args.max_offsets, target=target), sink
     )
-    started = time.time()
-    query, _ = build_query(spark, job, available_now=True)
-    query.awaitTermination()
-    if query.exception() is not None:
-        raise RuntimeError(str(query.exception()))
-    return time.time() - started, job
+    return pipeline_throughput.run_job(spark, job)[0], job
 
 
 def main() -> None:
