@@ -293,7 +293,8 @@ def _joined(log: Path) -> bool:
     return log.exists() and _JOINED.search(log.read_text(errors="replace")) is not None
 
 
-# the batch's log line (streaming.batch.protocol): "every member of group g1 joined"
+# the line a member logs once its group joined (streaming.group.coordination):
+# "every member of group g1 joined (waited 0.5 s)"
 _JOINED = re.compile(r"every member of group \S+ joined")
 
 
@@ -601,7 +602,7 @@ def run_case(
 
 
 def main() -> int:
-    from devkit import kafka_local
+    from devkit import downstream_local, kafka_local
     from streaming.runtime.spark_session import build_spark
 
     parser = argparse.ArgumentParser(description="two shardmerge jobs writing one table")
@@ -650,13 +651,9 @@ def main() -> int:
             spark = build_spark("shardmerge-grouptest")
         db = None
         if args.sink != "delta":
-            from devkit import downstream_local
-
             db = stack.enter_context(downstream_local.sink_settings(args.sink, work / "db"))
         for case in args.cases.split(","):
             if db is not None:
-                from devkit import downstream_local
-
                 downstream_local.empty(db)  # each case on an empty server
             print(f"== {case}", file=sys.stderr, flush=True)
             r = run_case(case, broker.bootstrap, work / case, spark, shards=args.shards,
