@@ -215,6 +215,20 @@ def row_events(df: Any) -> Any:
     return events.filter("op NOT IN ('ddl', 't')").withColumn("_okey", F.expr(ORDER_KEY))
 
 
+def plain_merge_batch(rows: Any, schema: Any, path: str, version: int) -> None:
+    """Baseline (c)'s batch: ``rows`` (:func:`row_events`) projected onto ``schema``, the
+    last action per key MERGEd into the Delta table at ``path`` under ``version``."""
+    from coordinator.routing import Extract
+    from streaming.batch.rows import merge_source, project_actions
+    from streaming.storage.delta_sink import DeltaSink
+
+    projected = project_actions(rows, schema, Extract(), project_all=True)
+    # the batch's own session: merge_at names its source in that session's views
+    DeltaSink(rows.sparkSession, "shardmerge-bench-plain-stream", lambda t: path).merge_at(
+        path, merge_source(projected, schema), ["id"], list(schema.column_names()), version
+    )
+
+
 def plain_stream(
     spark: Any, s: Settings, final_sql: str, summary: bool = False
 ) -> tuple[int, float, int]:
@@ -224,9 +238,7 @@ def plain_stream(
     MERGE: the floor a coordinated batch can reach. Returns (rows, seconds, batches)."""
     from pyspark.sql import functions as F
 
-    from coordinator.routing import Extract
     from schemas import parse_create_table
-    from streaming.batch.rows import merge_source, project_actions
     from streaming.job import read_kafka
     from streaming.storage.delta_sink import DeltaSink
 
@@ -245,11 +257,7 @@ def plain_stream(
             rows.groupBy("source", "db", "tbl", "schema_fp").agg(
                 F.min("_okey"), F.count(F.lit(1))
             ).collect()
-        projected = project_actions(rows, schema, Extract(), project_all=True)
-        DeltaSink(df.sparkSession, "shardmerge-bench-plain-stream", lambda t: path).merge_at(
-            path, merge_source(projected, schema), ["id"], list(schema.column_names()),
-            batch_id + 1,
-        )  # fmt: skip
+        plain_merge_batch(rows, schema, path, batch_id + 1)
         if summary:
             rows.unpersist()
         df.sparkSession.sparkContext.setJobDescription(None)

@@ -55,7 +55,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pipeline_throughput import row_events
+from pipeline_throughput import plain_merge_batch, row_events
 
 from streaming.config import (
     KafkaSettings,
@@ -160,18 +160,8 @@ class PlainStream:
         self.batch_seconds: list[float] = []
 
     def _batch(self, df: Any, batch_id: int) -> None:
-        from coordinator.routing import Extract
-        from streaming.batch.rows import merge_source, project_actions
-        from streaming.storage.delta_sink import DeltaSink
-
         started = time.monotonic()
-        projected = project_actions(row_events(df), self.schema, Extract(), project_all=True)
-        columns = list(self.schema.column_names())
-        # the batch's own session: merge_at names its source in that session's views
-        sink = DeltaSink(df.sparkSession, "shardmerge-bench-plain-stream", lambda t: self.path)
-        sink.merge_at(
-            self.path, merge_source(projected, self.schema), ["id"], columns, batch_id + 1
-        )
+        plain_merge_batch(row_events(df), self.schema, self.path, batch_id + 1)
         self.batch_seconds.append(time.monotonic() - started)
 
     def run_once(self) -> tuple[float, float]:
