@@ -142,46 +142,27 @@ def start(
     java = procs.java()
     sdir = state_dir(name, base_dir)
     sdir.mkdir(parents=True, exist_ok=True)
-    ports = procs.pick_ports(sdir, ["broker", "controller"])
-    broker_port, controller_port = ports["broker"], ports["controller"]
-    props = _write_config(sdir, broker_port, controller_port)
-    log_path = sdir / "kafka.log"
-    _format_storage(java, classpath, sdir, props)
-
     started = time.monotonic()
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [
-                java,
-                _HEAP,
-                "-XX:+ExitOnOutOfMemoryError",
-                "-Djava.awt.headless=true",
-                f"-Dlog4j2.configurationFile={sdir / 'log4j2.properties'}",
-                "-cp",
-                classpath,
-                "kafka.Kafka",
-                str(props),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=sdir,
-            start_new_session=True,  # own process group: stop() signals the group
-            preexec_fn=procs.parent_death_signal() if die_with_parent else None,
+    taken_lines: list[str] = []
+    for _ in range(_BIND_ATTEMPTS):
+        try:
+            broker = _launch(name, sdir, java, classpath, timeout, die_with_parent)
+        except _PortTaken as taken:
+            # Another process bound a port between its pick and the broker's bind: pick
+            # new ports (the record goes, so none of the old ones is reused) and go again.
+            (sdir / "ports.json").unlink(missing_ok=True)
+            taken_lines.append(taken.port_line)
+            _log.warning("kafka %s: %s; starting again on new ports", name, taken.port_line)
+            continue
+        _log.info(
+            "kafka %s ready in %.1fs at %s", name, time.monotonic() - started, broker.bootstrap
         )
-    broker = KafkaBroker(name, sdir, f"127.0.0.1:{broker_port}", proc.pid, log_path, proc)
-    # Recorded before the wait, so that `stop` finds a broker whose starter died meanwhile.
-    procs.write_json(
-        sdir / _STATE_FILE,
-        {"name": name, "pid": proc.pid, "bootstrap": broker.bootstrap, "log_path": str(log_path)},
+        return broker
+    raise KafkaLocalError(
+        f"kafka {name}: a port was taken at each of {_BIND_ATTEMPTS} starts: "
+        + "; ".join(taken_lines)
+        + f"; log {sdir / 'kafka.log'}"
     )
-    try:
-        _wait_ready(broker, proc, timeout)
-    except BaseException:
-        broker.stop(10.0)
-        raise
-    _log.info("kafka %s ready in %.1fs at %s", name, time.monotonic() - started, broker.bootstrap)
-    return broker
 
 
 def status(name: str = "default", base_dir: str | Path | None = None) -> KafkaBroker | None:
@@ -219,6 +200,77 @@ def running(name: str = "default", base_dir: str | Path | None = None) -> Iterat
 
 
 # --- internals ---------------------------------------------------------------------------
+
+
+class _PortTaken(KafkaLocalError):
+    """The broker exited because one of its ports was bound by another process."""
+
+    def __init__(self, message: str, port_line: str) -> None:
+        super().__init__(message)
+        self.port_line = port_line
+
+
+_BIND_ATTEMPTS = 3
+
+
+def _launch(
+    name: str, sdir: Path, java: str, classpath: str, timeout: float, die_with_parent: bool
+) -> KafkaBroker:
+    """One start of the JVM on freshly picked (or the last start's) ports, until it answers."""
+    ports = procs.pick_ports(sdir, ["broker", "controller"])
+    props = _write_config(sdir, ports["broker"], ports["controller"])
+    log_path = sdir / "kafka.log"
+    _format_storage(java, classpath, sdir, props)
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [
+                java,
+                _HEAP,
+                "-XX:+ExitOnOutOfMemoryError",
+                "-Djava.awt.headless=true",
+                f"-Dlog4j2.configurationFile={sdir / 'log4j2.properties'}",
+                "-cp",
+                classpath,
+                "kafka.Kafka",
+                str(props),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=sdir,
+            start_new_session=True,  # own process group: stop() signals the group
+            preexec_fn=procs.parent_death_signal() if die_with_parent else None,
+        )
+    broker = KafkaBroker(name, sdir, f"127.0.0.1:{ports['broker']}", proc.pid, log_path, proc)
+    # Recorded before the wait, so that `stop` finds a broker whose starter died meanwhile.
+    procs.write_json(
+        sdir / _STATE_FILE,
+        {"name": name, "pid": proc.pid, "bootstrap": broker.bootstrap, "log_path": str(log_path)},
+    )
+    try:
+        _wait_ready(broker, proc, timeout)
+    except KafkaLocalError as failed:
+        broker.stop(10.0)
+        taken = _port_taken_line(log_path) if proc.poll() is not None else None
+        if taken is not None:
+            raise _PortTaken(str(failed), taken) from failed
+        raise
+    except BaseException:
+        broker.stop(10.0)
+        raise
+    return broker
+
+
+def _port_taken_line(log_path: Path) -> str | None:
+    """The log's "failed to bind to host:port" line, when the JVM died of a taken port."""
+    try:
+        text = log_path.read_text(errors="replace")
+    except FileNotFoundError:
+        return None
+    for line in text.splitlines():
+        if "failed to bind to" in line and "Address already in use" in line:
+            return line[line.index("Socket server") :] if "Socket server" in line else line
+    return None
 
 
 def _write_config(sdir: Path, broker_port: int, controller_port: int) -> Path:

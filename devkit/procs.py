@@ -12,6 +12,7 @@ import contextlib
 import ctypes
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -66,7 +67,32 @@ def parent_death_signal() -> Callable[[], None]:
     return set_signal
 
 
+# Listening ports are drawn from below the kernel's ephemeral range: a port the kernel
+# handed out by bind(0) lies inside that range, where any outgoing connection (Spark's,
+# a Kafka client's, another test worker's) may take it between the pick and the service's
+# own bind; below it only a listener can, and several workers drawing at random rarely
+# meet. Where the range leaves too little room below it, bind(0) is the fallback.
+_LISTEN_FLOOR = 15000
+_ATTEMPTS = 200
+
+
+def _ephemeral_floor() -> int:
+    try:
+        low = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0]
+    except (FileNotFoundError, IndexError):  # not Linux: the IANA dynamic range
+        return 49152
+    return int(low)
+
+
 def free_port() -> int:
+    """A loopback port free now, outside the ephemeral range where the kernel allows."""
+    top = _ephemeral_floor()
+    if top - _LISTEN_FLOOR >= 1000:
+        draw = random.SystemRandom()
+        for _ in range(_ATTEMPTS):
+            port = draw.randrange(_LISTEN_FLOOR, top)
+            if port_free(port):
+                return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
