@@ -98,6 +98,10 @@ class CaseReport:
     snapshots: list[int] = field(default_factory=list)  # the log records of the snapshots kept
     log_first: int = 0  # the first log file compaction left (0: none removed)
     log_end: int = 0
+    # whether the last comparison read the table (else the counts are not its rows), and
+    # what the last read that failed raised
+    compared: bool = False
+    read_error: str = ""
 
     @property
     def ok(self) -> bool:
@@ -105,7 +109,8 @@ class CaseReport:
         rows = not self.lost and not self.extra and not self.duplicated
         ahead = self.case != "ahead" or (self.ahead > 0 and self.replicas_equal is True)
         paused = self.case != "stop" or self.paused
-        return rows and ran_once and not self.stopped and ahead and paused
+        read = self.compared and self.expected > 0
+        return read and rows and ran_once and not self.stopped and ahead and paused
 
     def lines(self) -> list[str]:
         runs = ", ".join(f"{k}={v}" for k, v in sorted(self.ddl_runs.items()))
@@ -115,6 +120,7 @@ class CaseReport:
             f"  rows {self.rows} of {self.expected}: lost={self.lost} extra={self.extra} "
             f"dup={self.duplicated}; members stopped for good: "
             f"{', '.join(self.stopped) or 'none'}",
+            *([] if self.compared else [f"  the table was not read at the end: {self.read_error}"]),
             f"  downstream DDL runs: {runs or 'none'}",
             f"  owner terms: {', '.join(self.terms) or 'none'}; owner races lost: "
             f"{self.owner_races}",
@@ -317,22 +323,26 @@ def compare(
     db: dict[str, Any] | None = None,
 ) -> bool:  # fmt: skip
     """Whether the table equals the oracle (counts in ``r``); False while it cannot be
-    read yet (not made, or changed while read): the caller looks again."""
+    read yet (not made, or changed while read): the caller looks again. A read that fails
+    is no comparison: ``r.compared`` says whether this one read the table, and
+    ``r.read_error`` keeps what the failed read raised (a case whose last read failed is
+    not OK)."""
     from coordinator.ids import TargetId
 
     path = f"{lake}/shop/orders"
+    r.compared = False
     try:
         if db is not None:
             df = _db_sink(spark, db).read(TargetId("shop", "orders"))
         else:
             df = spark.read.format("delta").load(path)
-    except Exception:
-        return False
-    columns = [f.name for f in df.schema.fields if f.name.lower() in _oracle_columns(oracle)]
-    try:
+        columns = [f.name for f in df.schema.fields if f.name.lower() in _oracle_columns(oracle)]
+        # the owner may change the table's schema between the load and the read
         got = [row.asDict() for row in df.collect()]
-    except Exception:  # the owner changed the table's schema since the load: look again
+    except Exception as e:  # recorded: the caller looks again, or the case fails on it
+        r.read_error = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
         return False
+    r.compared = True
     ids = [g["id"] for g in got]
 
     def key(row: dict[str, Any]) -> tuple[Any, ...]:
