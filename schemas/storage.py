@@ -27,19 +27,28 @@ The domains:
 MySQL table keeps the shard's own types, so ``VARCHAR(3)`` refuses a fourth character and
 ``TINYINT UNSIGNED`` refuses 300 or -1 (strict mode: the statement fails, which would fail
 the batch again and again); PostgreSQL's ``VARCHAR(n)`` and ``CHAR(n)`` refuse longer
-strings too (its integers are the next wider signed type: what Delta holds). :func:`limit`
-gives, per dialect, what a column of the table refuses beyond its Delta domain: at most
-``chars`` characters, or an integer between ``lo`` and ``hi``. A value past it is unfit
-as well, with the same reason (the job: ``streaming.batch.rows``, from the sink's
-dialect). A string is judged by its characters, trailing spaces included (the databases
-would drop excess spaces silently: the row is a dead letter instead, never changed on the
-way). Not judged yet (a value past them fails the batch and names the column): the byte
-limits of ``TINYTEXT``/``TEXT``/``BLOB``/``BINARY(n)``, ``ENUM``/``SET`` members, ``YEAR``
-and the temporal ranges.
+strings too (its integers are the next wider signed type: what Delta holds, but for
+``YEAR``, a ``SMALLINT`` there). :func:`limit` gives, per dialect, what a column of the
+table refuses, or would store changed, beyond its Delta domain (:class:`Limit`): at most
+``chars`` characters; an integer between ``lo`` and ``hi`` (MySQL's unsigned and
+``MEDIUMINT`` ranges, ``YEAR``'s 1901 .. 2155 and 0); on MariaDB and MySQL the byte
+limits of ``TINYTEXT``/``TEXT``/``MEDIUMTEXT`` (UTF-8 bytes under a ``utf8*`` character
+set, a byte a character under ``latin1``/``ascii``), of ``TINYBLOB``/``BLOB``/
+``MEDIUMBLOB`` and of ``BINARY(n)``/``VARBINARY(n)`` (the bytes of the base64 text),
+no character past U+FFFF under ``utf8mb3``, an ``ENUM`` value one of the members as
+written, a ``SET`` value naming only members. A value past it
+is unfit as well, with the same reason (the job: ``streaming.batch.rows``, from the
+sink's dialect). A string is judged by its characters, trailing spaces included (the
+databases would drop excess spaces silently: the row is a dead letter instead, never
+changed on the way). Not judged yet (a value past them fails the batch and names the
+column): the temporal ranges, characters another character set cannot encode, a JSON
+value MariaDB's ``JSON`` check refuses, and text under other character sets' byte limits.
+A shorter ``BINARY(n)`` value is stored padded with zero bytes, as upstream pads it.
 """
 
 from __future__ import annotations
 
+import binascii
 import datetime as dt
 import decimal
 import json
@@ -179,12 +188,25 @@ def storage(t: ColumnType) -> Domain:
 
 @dataclass(frozen=True)
 class Limit:
-    """What a database column refuses beyond its Delta domain: a string of more than
-    ``chars`` characters, an integer outside ``lo`` .. ``hi`` (None: no such bound)."""
+    """What a database column refuses beyond its Delta domain (each None or empty: no such
+    bound): a string of more than ``chars`` characters; an integer outside ``lo`` ..
+    ``hi`` but for those in ``also``; more than ``max_bytes`` bytes (a string's in UTF-8,
+    or, with ``base64``, the bytes its base64 text holds); with ``bmp``, a character
+    outside Unicode's basic plane (MySQL's three-byte ``utf8mb3``); with ``members``, a
+    string that is not one of them as written (ENUM: the database would refuse it, or
+    store the member its collation matches); with ``set_members``, a comma-separated
+    list naming anything else (SET; the database keeps a set's members in its own order,
+    each once: the same set)."""
 
     chars: int | None = None
     lo: int | None = None
     hi: int | None = None
+    also: tuple[int, ...] = ()
+    max_bytes: int | None = None
+    base64: bool = False
+    bmp: bool = False
+    members: tuple[str, ...] | None = None
+    set_members: tuple[str, ...] | None = None
 
     def admits(self, text: str) -> bool:
         """Whether the value, as its Delta domain admitted it, is inside the limit."""
@@ -192,9 +214,31 @@ class Limit:
             return False
         if self.lo is not None and self.hi is not None:
             digits = _TRAILING_ZEROS.sub("", text).strip(_SPACE)
-            if _INTEGER.fullmatch(digits) and not self.lo <= int(digits) <= self.hi:
-                return False
+            if _INTEGER.fullmatch(digits):
+                n = int(digits)
+                if not self.lo <= n <= self.hi and n not in self.also:
+                    return False
+        if self.max_bytes is not None and _bytes(text, self.base64) > self.max_bytes:
+            return False
+        if self.bmp and any(ord(c) > 0xFFFF for c in text):
+            return False
+        if self.members is not None and text not in self.members:
+            return False
+        if self.set_members is not None and text:
+            return all(part in self.set_members for part in text.split(","))
         return True
+
+
+def _bytes(text: str, base64: bool) -> int:
+    """The value's size in bytes: its UTF-8, or what its base64 text decodes to (as Spark's
+    ``unbase64``, which skips what is not of the alphabet; text that does not decode at
+    all counts as no bytes: its Delta domain, not this limit, judges it)."""
+    if not base64:
+        return len(text.encode("utf-8", "surrogatepass"))
+    try:
+        return len(binascii.a2b_base64(text.encode("ascii", "ignore")))
+    except binascii.Error:
+        return 0
 
 
 # MySQL's integer ranges where they are narrower than the Delta type a column is stored
@@ -209,17 +253,53 @@ _MYSQL_RANGES = {
 }
 
 
-def limit(t: ColumnType, dialect: str | None) -> Limit | None:
+# The byte limits of MySQL's string and byte types (LONGTEXT and LONGBLOB hold 4 GB, past
+# what one row carries).
+_BYTE_LIMITS = {
+    "TINYTEXT": 2**8 - 1, "TEXT": 2**16 - 1, "MEDIUMTEXT": 2**24 - 1,
+    "TINYBLOB": 2**8 - 1, "BLOB": 2**16 - 1, "MEDIUMBLOB": 2**24 - 1,
+}  # fmt: skip
+# MySQL's YEAR: 1901 .. 2155 and 0 (0000); another value is refused, or a two-digit one
+# read as a year of this century (stored changed).
+_YEAR = Limit(lo=1901, hi=2155, also=(0,))
+_SMALLINT = Limit(lo=-(2**15), hi=2**15 - 1)  # PostgreSQL stores a YEAR as a SMALLINT
+
+
+def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Limit | None:
     """What a column of type ``t`` refuses in a table of ``dialect`` (``mariadb``,
     ``mysql``, ``postgresql``) beyond :func:`storage`'s domain; None for Delta (``dialect``
-    None) and for a type without such a limit (the module text)."""
+    None) and for a type without such a limit (the module text). ``charset``: the
+    table's default character set (the sink's, ``utf8mb4``, when None), for a string
+    column that names none of its own."""
     if dialect is None:
         return None
+    mysql = dialect in ("mariadb", "mysql")
+    cs = (t.charset or charset or "utf8mb4").lower() if mysql else "utf8mb4"
+    bmp = cs in ("utf8", "utf8mb3")  # three bytes at most: no character past U+FFFF
     if t.base in ("CHAR", "VARCHAR"):
-        return Limit(chars=t.length or 1)
-    if dialect in ("mariadb", "mysql") and (t.base, t.unsigned) in _MYSQL_RANGES:
+        return Limit(chars=t.length or 1, bmp=bmp)
+    if not mysql:
+        return _SMALLINT if t.base == "YEAR" else None
+    if (t.base, t.unsigned) in _MYSQL_RANGES:
         lo, hi = _MYSQL_RANGES[(t.base, t.unsigned)]
         return Limit(lo=lo, hi=hi)
+    if t.base == "YEAR":
+        return _YEAR
+    if t.base in ("TINYTEXT", "TEXT", "MEDIUMTEXT"):
+        if cs.startswith("utf8"):
+            return Limit(max_bytes=_BYTE_LIMITS[t.base], bmp=bmp)
+        if cs in ("latin1", "ascii"):  # a byte per character
+            return Limit(chars=_BYTE_LIMITS[t.base])
+        return None  # other character sets: not judged
+    if t.base in ("TINYBLOB", "BLOB", "MEDIUMBLOB"):
+        return Limit(max_bytes=_BYTE_LIMITS[t.base], base64=True)
+    if t.base in ("BINARY", "VARBINARY"):
+        # A shorter BINARY(n) value is padded with zero bytes, as upstream pads it.
+        return Limit(max_bytes=t.length or 1, base64=True)
+    if t.base == "ENUM":
+        return Limit(members=t.members)
+    if t.base == "SET":
+        return Limit(set_members=t.members)
     return None
 
 
@@ -237,14 +317,16 @@ def value_text(value: Any) -> str | None:
     return json.dumps(value, separators=(",", ":"), default=str)
 
 
-def unfit(column: Column, value: Any, dialect: str | None = None) -> str | None:
+def unfit(
+    column: Column, value: Any, dialect: str | None = None, charset: str | None = None
+) -> str | None:
     """Why ``value`` cannot be stored in ``column`` downstream (a Delta table, or a table of
-    the database ``dialect``), or None when it can (null always can), in the job's words
-    (``streaming.batch.rows.project_actions``)."""
+    the database ``dialect`` whose default character set is ``charset``), or None when it
+    can (null always can), in the job's words (``streaming.batch.rows.project_actions``)."""
     text = value_text(value)
     if text is None:
         return None
-    bound = limit(column.type, dialect)
+    bound = limit(column.type, dialect, charset)
     if storage(column.type).admits(text) and (bound is None or bound.admits(text)):
         return None
     target = column.type.type_sql()

@@ -157,7 +157,7 @@ class MemoryTable:
         taken = {k.lower() for k in extra}
         for c in self.schema.columns:
             if c.key in lowered and c.key not in taken:
-                why = unfit(c, lowered[c.key], self.dialect)
+                why = unfit(c, lowered[c.key], self.dialect, self.schema.charset)
                 if why is not None:
                     return why
         return None

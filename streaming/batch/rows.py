@@ -190,7 +190,7 @@ def project_actions(
         # fill, and the image's own value is NULL then).
         projected_value = ident(f"_c_{col.key}")
         refused = f"{projected_value} IS NULL"
-        bound = limit(col.type, dialect)
+        bound = limit(col.type, dialect, schema.charset)
         if bound is not None:  # a database refuses more than the Delta type does
             refused += f" OR {limit_sql(bound, projected_value)}"
         refused = f"{got} IS NOT NULL AND ({refused})"

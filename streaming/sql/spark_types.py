@@ -62,15 +62,37 @@ def delta_type(t: ColumnType) -> str:
     return "STRING"
 
 
+# A character past Unicode's basic plane (Java's regex reads code points).
+_PAST_BMP = r"[^\x{0000}-\x{FFFF}]"
+
+
 def limit_sql(bound: Limit, value: str) -> str:
-    """A condition on ``value`` (SQL of a column's projected value): it is past ``bound``
-    (``schemas.storage.Limit``), as ``Limit.admits`` judges it; false for NULL."""
+    """A condition on ``value`` (SQL of a column's projected value: a string, the bytes of
+    a byte column, a number): it is past ``bound`` (``schemas.storage.Limit``), as
+    ``Limit.admits`` judges it; false for NULL."""
     terms = []
     if bound.chars is not None:
         terms.append(f"char_length({value}) > {int(bound.chars)}")
     if bound.lo is not None and bound.hi is not None:
         lo, hi = (f"CAST({string(str(int(b)))} AS DECIMAL(38,0))" for b in (bound.lo, bound.hi))
-        terms.append(f"{value} < {lo} OR {value} > {hi}")
+        outside = f"{value} < {lo} OR {value} > {hi}"
+        if bound.also:
+            also = ", ".join(f"CAST({string(str(int(b)))} AS DECIMAL(38,0))" for b in bound.also)
+            outside = f"({outside}) AND {value} NOT IN ({also})"
+        terms.append(outside)
+    if bound.max_bytes is not None:  # a string's UTF-8, or a byte column's bytes
+        terms.append(f"octet_length({value}) > {int(bound.max_bytes)}")
+    if bound.bmp:
+        terms.append(f"{value} RLIKE {string(_PAST_BMP)}")
+    if bound.members is not None:
+        members = ", ".join(string(m) for m in bound.members) or "NULL"
+        terms.append(f"NOT array_contains(array({members}), {value})")
+    if bound.set_members is not None:
+        members = ", ".join(string(m) for m in bound.set_members) or "NULL"
+        terms.append(
+            f"{value} <> '' AND NOT forall(split({value}, ',', -1), "
+            f"m -> array_contains(array({members}), m))"
+        )
     return "coalesce(" + " OR ".join(f"({t})" for t in terms) + ", false)" if terms else "false"
 
 

@@ -4,6 +4,7 @@ a rename, a drop, a widening that keeps the rows, and nothing left to do afterwa
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pymysql
@@ -190,10 +191,29 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
     from schemas.storage import limit
     from tests.unit.test_storage import LIMIT_CASES
 
-    def literal(t: ColumnType, text: str) -> str:  # as the sink writes the converted value
-        return text.split(".")[0] if t.base in INTEGERS else "'" + text.replace("'", "''") + "'"
+    def literal(t: ColumnType, text: str, dialect: str) -> str:  # the converted value
+        if t.base in INTEGERS:
+            return text.split(".")[0]
+        if t.base in BYTES:  # the bytes the base64 text holds, as the sink binds them
+            hexed = base64.b64decode(text).hex()
+            return f"X'{hexed}'" if dialect == "mariadb" else f"decode('{hexed}', 'hex')"
+        return "'" + text.replace("'", "''") + "'"
 
-    INTEGERS = {"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT"}
+    def back(t: ColumnType, text: str, dialect: str) -> str:  # the value as read back
+        if t.base in BYTES:
+            return base64.b64decode(text).hex()
+        return same(t, literal(t, text, dialect).strip("'"))
+
+    def same(t: ColumnType, value: str) -> str:  # a SET is a set: its order is the column's
+        return ",".join(sorted(set(value.split(",")) - {""})) if t.base == "SET" else value
+
+    def read(t: ColumnType, i: int, dialect: str) -> str:  # the column's select expression
+        if t.base in BYTES:
+            return f"lower(hex(c{i}))" if dialect == "mariadb" else f"encode(c{i}, 'hex')"
+        return f"c{i}"
+
+    INTEGERS = {"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "YEAR"}
+    BYTES = {"TINYBLOB", "BLOB", "MEDIUMBLOB", "BINARY", "VARBINARY"}
     types = [parse_type(sql) for sql, *_ in LIMIT_CASES]
     pg_table = '"' + DB.replace('"', '""') + '"."lim"'
     for dialect in ("mariadb", "postgresql"):
@@ -208,20 +228,24 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
             postgres.execute(ddl.format(pg_table))
     stored: dict[str, list[bool]] = {"mariadb": [], "postgresql": []}
     for i, ((_, text, *_), t) in enumerate(zip(LIMIT_CASES, types, strict=True)):
-        insert = f"INSERT INTO {{}} (id, c{i}) VALUES ({i}, {literal(t, text)})"
+        insert = f"INSERT INTO {{}} (id, c{i}) VALUES ({i}, {{}})"
         try:
             with mariadb.connect() as conn, conn.cursor() as cur:
                 cur.execute("SET SESSION sql_mode = 'STRICT_ALL_TABLES'")
-                cur.execute(insert.format(f"{_q(DB)}.lim"))
+                cur.execute(insert.format(f"{_q(DB)}.lim", literal(t, text, "mariadb")))
                 conn.commit()
-            (got,) = mariadb.execute(f"SELECT c{i} FROM {_q(DB)}.lim WHERE id = {i}")
-            stored["mariadb"].append(str(got[0]) == literal(t, text).strip("'"))
+            (got,) = mariadb.execute(
+                f"SELECT {read(t, i, 'mariadb')} FROM {_q(DB)}.lim WHERE id = {i}"
+            )
+            stored["mariadb"].append(same(t, str(got[0])) == back(t, text, "mariadb"))
         except pymysql.err.MySQLError:
             stored["mariadb"].append(False)
         try:
-            postgres.execute(insert.format(pg_table))
-            got = postgres.execute(f"SELECT c{i} FROM {pg_table} WHERE id = {i}")
-            stored["postgresql"].append(got.rstrip("\n") == literal(t, text).strip("'"))
+            postgres.execute(insert.format(pg_table, literal(t, text, "postgresql")))
+            got = postgres.execute(
+                f"SELECT {read(t, i, 'postgresql')} FROM {pg_table} WHERE id = {i}"
+            )
+            stored["postgresql"].append(same(t, got.rstrip("\n")) == back(t, text, "postgresql"))
         except downstream_local.DownstreamError:
             stored["postgresql"].append(False)
     for dialect in ("mariadb", "postgresql"):

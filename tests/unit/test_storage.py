@@ -5,6 +5,8 @@ against Spark's own casts (``streaming.sql.spark_types.value_expr``)."""
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from coordinator.ids import ShardId, TargetId
@@ -120,6 +122,12 @@ def test_the_reason_is_the_jobs() -> None:
 
 # --- a database's columns ---------------------------------------------------------------
 
+
+def B64(data: bytes) -> str:
+    """A byte value's text as the job reads it (Debezium's base64)."""
+    return base64.b64encode(data).decode()
+
+
 # (type, the value's text, whether it fits on mariadb/mysql, whether it fits on postgresql),
 # each inside the type's Delta domain. Shared with the integration tests, which ask Spark
 # (streaming.sql.spark_types.limit_sql) and the real databases the same questions.
@@ -142,7 +150,37 @@ LIMIT_CASES = [
     ("BIGINT UNSIGNED", "18446744073709551615", True, True),
     ("BIGINT UNSIGNED", "18446744073709551616", False, True),  # DECIMAL(20,0) holds it
     ("INT", "2147483647", True, True),
-    ("TEXT", "abcd", True, True),  # byte limits: not judged (schemas/storage.py)
+    ("TEXT", "abcd", True, True),
+    # byte limits: UTF-8 bytes under the table's utf8mb4, the bytes of a base64 value
+    ("TINYTEXT", "x" * 255, True, True),
+    ("TINYTEXT", "x" * 256, False, True),
+    ("TINYTEXT", "é" * 128, False, True),  # 128 characters, 256 bytes
+    ("TINYBLOB", B64(bytes(255)), True, True),
+    ("TINYBLOB", B64(b"\x01" * 256), False, True),
+    ("VARBINARY(3)", B64(b"abc"), True, True),
+    ("VARBINARY(3)", B64(b"abcd"), False, True),
+    ("BINARY(2)", B64(b"\x00\xff"), True, True),
+    ("BINARY(2)", B64(b"abc"), False, True),
+    # three bytes a character at most: nothing past U+FFFF
+    ("VARCHAR(3) CHARACTER SET utf8mb3", "aé€", True, True),
+    ("VARCHAR(3) CHARACTER SET utf8mb3", "a\U0001f600", False, True),
+    # YEAR: 1901 .. 2155 and 0; a two-digit year is read as 20xx (stored changed)
+    ("YEAR", "2155", True, True),
+    ("YEAR", "0", True, True),
+    ("YEAR", "2156", False, True),
+    ("YEAR", "1900", False, True),
+    ("YEAR", "5", False, True),
+    ("YEAR", "40000", False, False),  # PostgreSQL: SMALLINT
+    # ENUM: a member as written; SET: members only (as a set)
+    ("ENUM('a','b')", "a", True, True),
+    ("ENUM('a','b')", "c", False, True),
+    ("ENUM('a','b')", "A", False, True),  # stored as 'a'
+    ("ENUM('a','b')", "", False, True),
+    ("SET('a','b','c')", "a,c", True, True),
+    ("SET('a','b','c')", "", True, True),
+    ("SET('a','b','c')", "c,a", True, True),  # stored as 'a,c': the same set
+    ("SET('a','b','c')", "A", False, True),  # stored as 'a'
+    ("SET('a','b','c')", "a,d", False, True),
 ]
 
 
