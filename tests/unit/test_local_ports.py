@@ -4,6 +4,7 @@ whose port was taken before its bind starts again on new ones."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -85,17 +86,27 @@ def test_a_start_whose_port_was_taken_goes_again_on_new_ports(
     assert seen_records == [False, False]
 
 
+def _failing_launches(
+    monkeypatch: pytest.MonkeyPatch, failure: Callable[[int], Exception]
+) -> list[int]:
+    """Every start fails with ``failure(n)`` (n: the how-manieth); the starts, counted."""
+    _no_running(monkeypatch)
+    calls: list[int] = []
+
+    def launch(*args: object) -> object:
+        calls.append(len(calls) + 1)
+        raise failure(calls[-1])
+
+    monkeypatch.setattr(kafka_local, "_launch", launch)
+    return calls
+
+
 def test_a_port_taken_at_every_start_fails_naming_the_ports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _no_running(monkeypatch)
-    calls = []
-
-    def launch(*args: object) -> object:
-        calls.append(args)
-        raise kafka_local._PortTaken("exited", f"failed to bind to 127.0.0.1:{len(calls)}")
-
-    monkeypatch.setattr(kafka_local, "_launch", launch)
+    calls = _failing_launches(
+        monkeypatch, lambda n: kafka_local._PortTaken("exited", f"failed to bind to 127.0.0.1:{n}")
+    )
     with pytest.raises(kafka_local.KafkaLocalError, match=r"127\.0\.0\.1:1.*127\.0\.0\.1:3"):
         kafka_local.start("b", tmp_path)
     assert len(calls) == kafka_local._BIND_ATTEMPTS
@@ -104,14 +115,7 @@ def test_a_port_taken_at_every_start_fails_naming_the_ports(
 def test_any_other_start_failure_is_not_retried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _no_running(monkeypatch)
-    calls = []
-
-    def launch(*args: object) -> object:
-        calls.append(args)
-        raise kafka_local.KafkaLocalError("did not answer")
-
-    monkeypatch.setattr(kafka_local, "_launch", launch)
+    calls = _failing_launches(monkeypatch, lambda n: kafka_local.KafkaLocalError("did not answer"))
     with pytest.raises(kafka_local.KafkaLocalError, match="did not answer"):
         kafka_local.start("b", tmp_path)
     assert len(calls) == 1
