@@ -13,8 +13,14 @@ from sqlglot import exp
 
 from devkit import downstream_local
 from schemas.ddl import parse_ddl
-from schemas.dialects import alter_statements, column_type, create_table, sqlglot_dialect
-from schemas.model import ColumnType, TableSchema
+from schemas.dialects import (
+    alter_statements,
+    column_def,
+    column_type,
+    create_table,
+    sqlglot_dialect,
+)
+from schemas.model import Column, ColumnType, TableSchema
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -218,7 +224,7 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
     pg_table = '"' + DB.replace('"', '""') + '"."lim"'
     for dialect in ("mariadb", "postgresql"):
         columns = ", ".join(
-            f"c{i} {column_type(t, dialect).sql(sqlglot_dialect(dialect))}"
+            column_def(Column(f"c{i}", t), dialect).sql(sqlglot_dialect(dialect))
             for i, t in enumerate(types)
         )
         ddl = f"CREATE TABLE {{}} (id INT NOT NULL PRIMARY KEY, {columns})"
