@@ -580,6 +580,10 @@ class JdbcSink:
         )
         for k, v in self._props().items():
             reader = reader.option(k, v)
+        if self.dialect in ("mariadb", "mysql"):
+            # A YEAR as the number it is (as on Delta): read as a DATE by default, the
+            # drivers cannot make one of year 0 (0000) and the read fails.
+            reader = reader.option("yearIsDateType", "false")
         frame = reader.load()
         # Spark reads a CHAR(n) column (MySQL reports ENUM and SET as CHAR too) padded to n;
         # the shards' MySQL gives CHAR values without trailing spaces: so do these.
