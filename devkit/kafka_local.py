@@ -150,7 +150,7 @@ def start(
         except _PortTaken as taken:
             # Another process bound a port between its pick and the broker's bind: pick
             # new ports (the record goes, so none of the old ones is reused) and go again.
-            (sdir / "ports.json").unlink(missing_ok=True)
+            procs.forget_ports(sdir)
             taken_lines.append(taken.port_line)
             _log.warning("kafka %s: %s; starting again on new ports", name, taken.port_line)
             continue

@@ -26,6 +26,7 @@ from streaming.runtime._jars import REPO_ROOT
 __all__ = [
     "ProcessError",
     "alive",
+    "forget_ports",
     "free_port",
     "java",
     "leads_group",
@@ -114,7 +115,7 @@ def pick_ports(sdir: Path, roles: Iterable[str]) -> dict[str, int]:
     """One free loopback port per role; the ports of the last start when still free (so a
     restarted service keeps its address), recorded in ``sdir/ports.json``."""
     roles = list(roles)
-    record = sdir / "ports.json"
+    record = sdir / _PORTS_RECORD
     with contextlib.suppress(FileNotFoundError, json.JSONDecodeError, ValueError):
         # no record, or one a crash left half-written: pick new ports
         old = json.loads(record.read_text())
@@ -128,6 +129,14 @@ def pick_ports(sdir: Path, roles: Iterable[str]) -> dict[str, int]:
         ports[role] = port
     write_json(record, dict(ports))
     return ports
+
+
+def forget_ports(sdir: Path) -> None:
+    """Drop the record of the last start's ports: the next :func:`pick_ports` draws anew."""
+    (sdir / _PORTS_RECORD).unlink(missing_ok=True)
+
+
+_PORTS_RECORD = "ports.json"
 
 
 def tail(path: Path, lines: int = 40) -> str:

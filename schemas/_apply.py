@@ -346,7 +346,7 @@ def _table_options(schema: TableSchema, spec: TableOptions) -> TableSchema:
 
 
 # The most bytes one character takes, per character set (MySQL's mbmaxlen).
-_CHAR_BYTES = {
+CHAR_BYTES = {
     **dict.fromkeys(
         [
             "armscii8",
@@ -382,7 +382,7 @@ _CHAR_BYTES = {
     **dict.fromkeys(["eucjpms", "ujis", "utf8", "utf8mb3"], 3),
     **dict.fromkeys(["gb18030", "utf16", "utf16le", "utf32", "utf8mb4"], 4),
 }
-_TEXT_BYTES = {"TINYTEXT": 255, "TEXT": 65_535, "MEDIUMTEXT": 16_777_215, "LONGTEXT": 2**32 - 1}
+TEXT_BYTES = {"TINYTEXT": 255, "TEXT": 65_535, "MEDIUMTEXT": 16_777_215, "LONGTEXT": 2**32 - 1}
 _VARCHAR_BYTES = 65_535
 
 
@@ -391,20 +391,20 @@ def _widened(ctype: ColumnType, old: str | None, new: str | None) -> ColumnType:
     or VARCHAR that could not hold as many characters in the new charset takes the
     smallest TEXT type that can, as the server changes it (TEXT in utf8 is MEDIUMTEXT in
     utf8mb4). An unknown charset on either side changes nothing."""
-    before = _CHAR_BYTES.get((old or "").lower())
-    after = _CHAR_BYTES.get((new or "").lower())
+    before = CHAR_BYTES.get((old or "").lower())
+    after = CHAR_BYTES.get((new or "").lower())
     if before is None or after is None or after <= before:
         return ctype
-    if ctype.base in _TEXT_BYTES:
-        need = _TEXT_BYTES[ctype.base] // before * after
+    if ctype.base in TEXT_BYTES:
+        need = TEXT_BYTES[ctype.base] // before * after
     elif ctype.base == "VARCHAR" and ctype.length is not None:
         need = ctype.length * after
         if need <= _VARCHAR_BYTES:
             return ctype
     else:
         return ctype
-    for base, size in _TEXT_BYTES.items():
-        if need <= size and size >= _TEXT_BYTES.get(ctype.base, 0):
+    for base, size in TEXT_BYTES.items():
+        if need <= size and size >= TEXT_BYTES.get(ctype.base, 0):
             return dataclasses.replace(ctype, base=base, length=None)
     return dataclasses.replace(ctype, base="LONGTEXT", length=None)
 

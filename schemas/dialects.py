@@ -74,6 +74,11 @@ class DialectConflict(ShardMergeError):
     column, what it has, what the decision wants, and what the operator can do."""
 
 
+def mysql_family(dialect: str | None) -> bool:
+    """Whether ``dialect`` is MariaDB or MySQL (their tables keep the shards' types)."""
+    return _SQLGLOT.get(dialect or "") == "mysql"
+
+
 def sqlglot_dialect(dialect: Dialect) -> str:
     """sqlglot's name of a dialect; an unknown one is refused by name."""
     if dialect not in _SQLGLOT:
@@ -82,6 +87,10 @@ def sqlglot_dialect(dialect: Dialect) -> str:
 
 
 _sg = sqlglot_dialect
+
+# A MariaDB/MySQL table's default character set when the shards name none (the server's
+# own default may be latin1).
+DEFAULT_CHARSET = "utf8mb4"
 
 
 def create_schema(dialect: Dialect, name: str) -> str:
@@ -254,7 +263,7 @@ def create_table(
     properties = None
     if _sg(dialect) == "mysql":  # the server's default may be latin1: say the shards' own
         options: list[exp.Expression] = [
-            exp.CharacterSetProperty(this=exp.var(schema.charset or "utf8mb4"), default=True)
+            exp.CharacterSetProperty(this=exp.var(schema.charset or DEFAULT_CHARSET), default=True)
         ]
         if schema.collation:
             options.append(exp.CollateProperty(this=exp.var(schema.collation), default=True))

@@ -57,6 +57,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from schemas._apply import TEXT_BYTES
+from schemas.dialects import DEFAULT_CHARSET, mysql_family
 from schemas.model import SPATIAL_TYPES, Column, ColumnType
 
 __all__ = [
@@ -224,7 +226,7 @@ class Limit:
             return False
         if self.members is not None and text not in self.members:
             return False
-        if self.set_members is not None and text:
+        if self.set_members is not None and text:  # the empty set is a value
             return all(part in self.set_members for part in text.split(","))
         return True
 
@@ -253,12 +255,9 @@ _MYSQL_RANGES = {
 }
 
 
-# The byte limits of MySQL's string and byte types (LONGTEXT and LONGBLOB hold 4 GB, past
-# what one row carries).
-_BYTE_LIMITS = {
-    "TINYTEXT": 2**8 - 1, "TEXT": 2**16 - 1, "MEDIUMTEXT": 2**24 - 1,
-    "TINYBLOB": 2**8 - 1, "BLOB": 2**16 - 1, "MEDIUMBLOB": 2**24 - 1,
-}  # fmt: skip
+# The byte limits of MySQL's byte types: those of the text types of the same size (the
+# LONG kinds' 4 GB is past what one row carries: never reached).
+_BLOB_BYTES = {f"{size}BLOB": TEXT_BYTES[f"{size}TEXT"] for size in ("TINY", "", "MEDIUM", "LONG")}
 # MySQL's YEAR: 1901 .. 2155 and 0 (0000); another value is refused, or a two-digit one
 # read as a year of this century (stored changed).
 _YEAR = Limit(lo=1901, hi=2155, also=(0,))
@@ -269,12 +268,12 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
     """What a column of type ``t`` refuses in a table of ``dialect`` (``mariadb``,
     ``mysql``, ``postgresql``) beyond :func:`storage`'s domain; None for Delta (``dialect``
     None) and for a type without such a limit (the module text). ``charset``: the
-    table's default character set (the sink's, ``utf8mb4``, when None), for a string
+    table's default character set (the sink's, ``DEFAULT_CHARSET``, when None), for a string
     column that names none of its own."""
     if dialect is None:
         return None
-    mysql = dialect in ("mariadb", "mysql")
-    cs = (t.charset or charset or "utf8mb4").lower() if mysql else "utf8mb4"
+    mysql = mysql_family(dialect)
+    cs = (t.charset or charset or DEFAULT_CHARSET).lower() if mysql else DEFAULT_CHARSET
     bmp = cs in ("utf8", "utf8mb3")  # three bytes at most: no character past U+FFFF
     if t.base in ("CHAR", "VARCHAR"):
         return Limit(chars=t.length or 1, bmp=bmp)
@@ -285,14 +284,14 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
         return Limit(lo=lo, hi=hi)
     if t.base == "YEAR":
         return _YEAR
-    if t.base in ("TINYTEXT", "TEXT", "MEDIUMTEXT"):
+    if t.base in TEXT_BYTES:
         if cs.startswith("utf8"):
-            return Limit(max_bytes=_BYTE_LIMITS[t.base], bmp=bmp)
+            return Limit(max_bytes=TEXT_BYTES[t.base], bmp=bmp)
         if cs in ("latin1", "ascii"):  # a byte per character
-            return Limit(chars=_BYTE_LIMITS[t.base])
+            return Limit(chars=TEXT_BYTES[t.base])
         return None  # other character sets: not judged
-    if t.base in ("TINYBLOB", "BLOB", "MEDIUMBLOB"):
-        return Limit(max_bytes=_BYTE_LIMITS[t.base], base64=True)
+    if t.base in _BLOB_BYTES:
+        return Limit(max_bytes=_BLOB_BYTES[t.base], base64=True)
     if t.base in ("BINARY", "VARBINARY"):
         # A shorter BINARY(n) value is padded with zero bytes, as upstream pads it.
         return Limit(max_bytes=t.length or 1, base64=True)

@@ -74,11 +74,13 @@ def limit_sql(bound: Limit, value: str) -> str:
     if bound.chars is not None:
         terms.append(f"char_length({value}) > {int(bound.chars)}")
     if bound.lo is not None and bound.hi is not None:
-        lo, hi = (f"CAST({string(str(int(b)))} AS DECIMAL(38,0))" for b in (bound.lo, bound.hi))
-        outside = f"{value} < {lo} OR {value} > {hi}"
+
+        def number(b: int) -> str:  # any integer a bound names, BIGINT UNSIGNED's too
+            return f"CAST({string(str(int(b)))} AS DECIMAL(38,0))"
+
+        outside = f"{value} < {number(bound.lo)} OR {value} > {number(bound.hi)}"
         if bound.also:
-            also = ", ".join(f"CAST({string(str(int(b)))} AS DECIMAL(38,0))" for b in bound.also)
-            outside = f"({outside}) AND {value} NOT IN ({also})"
+            outside = f"({outside}) AND {value} NOT IN ({', '.join(map(number, bound.also))})"
         terms.append(outside)
     if bound.max_bytes is not None:  # a string's UTF-8, or a byte column's bytes
         terms.append(f"octet_length({value}) > {int(bound.max_bytes)}")

@@ -580,7 +580,7 @@ class JdbcSink:
         )
         for k, v in self._props().items():
             reader = reader.option(k, v)
-        if self.dialect in ("mariadb", "mysql"):
+        if self._sg == "mysql":  # MariaDB and MySQL
             # A YEAR as the number it is (as on Delta): read as a DATE by default, the
             # drivers cannot make one of year 0 (0000) and the read fails.
             reader = reader.option("yearIsDateType", "false")
