@@ -2,7 +2,9 @@
 ``coordinator/PROTOCOL.md``; this is how the code keeps them.
 
 **The fast path.** A target whose rows the batch does not change the treatment of (no
-release, TRUNCATE or shard rename in the batch; each shard one plain write plan; no row
+stash rows to replay, no TRUNCATE or shard rename in the batch; each shard one plain write
+plan at the batch's end, so a hold that began and ended within the batch, as a conflict
+DDL every shard ran in it, counts for nothing; no row
 ahead of a DDL, judged per shard and set of named columns from step 4's aggregate) is
 MERGEd straight from the batch's parse: its projection is the MERGE source's input, read
 once, by Delta, and what a summary would count (events, values that do not fit) is
@@ -141,6 +143,10 @@ class Writer:
     scans: list[tuple[TargetId, str, tuple[str, ...]]] = field(default_factory=list)
     # Events of the batch per target (step 4's counts), for ``sink.append_min_rows``.
     events_of: dict[TargetId, int] = field(default_factory=dict)
+    # The targets of the batch's releases when there is a stash: they may replay rows from
+    # it, or did in an earlier run of the batch whose stash delete landed (their islands
+    # are then read from the table, not grown: ``append_new_keys``).
+    release_targets: set[TargetId] = field(default_factory=set)
 
     @property
     def c(self) -> Any:  # the coordinator (coordinator.coordinator.Coordinator)
@@ -169,10 +175,14 @@ class Writer:
         )
         self.cached = []
         try:
-            released = None
+            released, replaying = None, set[str]()
             if work.releases and self.stash.exists():
+                self.release_targets = {d.target for d in work.releases}
                 released = self.released(plan, planner.moved)
-            fast = self.fast_targets(planner, plan)
+                replaying = self.replaying(released)
+                if not replaying:
+                    released = None
+            fast = self.fast_targets(planner, plan, replaying)
             projected: dict[TargetId, Projection] = {}
             for target in self.write_order():
                 schema = self.ex.schemas.get(target)
@@ -184,7 +194,7 @@ class Writer:
                 if target in fast:
                     projected[target] = self.project(target, src, keep=False)
                     continue
-                if released is not None and any(d.target == target for d in work.releases):
+                if released is not None and str(target) in replaying:
                     src = src.unionByName(
                         released.filter(
                             (F.col("_target") == str(target)) & (F.col("_fate") == "replay")
@@ -282,10 +292,19 @@ class Writer:
         self.cached.append(released)
         return released
 
-    def fast_targets(self, planner: Planner, plan: DataFrame) -> set[TargetId]:
+    def replaying(self, released: DataFrame) -> set[str]:
+        """The targets (names) ``released`` (persisted) replays rows of. A release whose shard has
+        nothing in the stash (its hold began and ended in this batch: a conflict DDL that
+        every shard ran within the batch) replays nothing, and does not keep its target
+        off the fast path. One small job over the stash, only in a batch with releases;
+        its rows are read once (``released`` is kept for the write and the stash delete)."""
+        return {r["_target"] for r in released.select("_target").distinct().collect()}
+
+    def fast_targets(self, planner: Planner, plan: DataFrame, replaying: set[str]) -> set[TargetId]:
         """The targets whose rows this batch can MERGE straight from the decoded batch,
         with no summary before (the fast path). A target is one when nothing in the batch
-        changes what its rows do: it has a schema downstream, no release, TRUNCATE or
+        changes what its rows do: it has a schema downstream, no stash rows to replay
+        (``replaying``: a release of a shard with none changes nothing), no TRUNCATE or
         shard rename in the batch, and each of its shards with rows has one plan, a write,
         with no hold and no cut; and none of its rows is ahead of a DDL. The last is
         judged without the rows' values: per shard and set of columns an after image
@@ -297,7 +316,7 @@ class Writer:
         else a summary would count, the fast path observes while Delta reads the MERGE
         source (``merge_fast``)."""
         work = self.ex.work
-        busy = {d.target for d in work.releases}
+        busy = {t for t in self.write_order() if str(t) in replaying}
         busy |= {d.target for d in work.truncates} | set(work.truncated)
         busy |= {d.target for d in work.renames}
         per_shard: dict[Any, int] = {}
@@ -520,7 +539,7 @@ class Writer:
         # not finds the stash as the first run read it, so it splits the rows as that run
         # did (the replayed rows an append carries are read from the stash).
         if self.marks is not None:
-            replayed = {d.target for d in self.ex.work.releases} if released is not None else set()
+            replayed = self.release_targets
             self.append_new_keys(set(self.ex.schemas) if self.reread is not None else replayed)
         if gone:
             crash_point("before_stash_delete")

@@ -90,6 +90,10 @@ def test_a_batch_of_hundreds_of_control_events_merges_once(
     stats = processor.last_stats
     # One batch read everything: every control event of the rollout was in it.
     assert stats is not None and stats.batch == 0 and stats.ddl == (1 + len(ROLLOUT)) * SHARDS
+    # Every shard's hold (on the rename in optimistic mode, on each DDL in pessimistic mode)
+    # began and ended in this batch: nothing was stashed, so the releases replay nothing and
+    # the target takes the fast path (no summary aggregate before its MERGE).
+    assert (stats.fast_path, stats.replayed, stats.held) == (1, 0, 0), stats
 
     ops = Counter(c["operation"] for c in _operations(settings.table_path(TARGET)))
     # The downstream ran each change once; every row of the batch, before and after each
