@@ -8,10 +8,12 @@ the row image, did not convert to the column's Delta type in
 :func:`unfit`. The job's rules are the reference, so the domains are the Delta types', not
 MySQL's: ``TINYINT UNSIGNED`` is stored as ``SMALLINT`` (300 fits), ``MEDIUMINT`` as ``INT``,
 and ``VARCHAR(3)``, ``ENUM`` and ``SET`` as ``STRING``: a longer string or a value no
-member names is written as it is. Temporal values are converted, never checked (a malformed
-one fails the job's batch instead: ANSI casts raise). ``tests/unit/test_storage.py``
-checks that :func:`storage` names the type ``delta_type`` does for every type;
-``tests/integration/test_value_fit.py`` checks :meth:`Domain.admits` against Spark's casts.
+member names is written as it is. A temporal value is read in the forms CDC tools write
+(:class:`Temporal`); any other text, or a day or time that does not exist, does not fit
+(before, Spark's ANSI cast raised and failed the batch again and again).
+``tests/unit/test_storage.py`` checks that :func:`storage` names the type ``delta_type``
+does for every type; ``tests/integration/test_value_fit.py`` checks :meth:`Domain.admits`
+against Spark's casts.
 
 The domains:
 
@@ -21,7 +23,12 @@ The domains:
   with at most ``p`` digits;
 - :class:`Floating`: ``FLOAT``/``DOUBLE``: any number Java parses (too large is infinity,
   not unfit), ``NaN`` and ``Infinity`` included;
-- :class:`Free`: strings, bytes, dates and times: every value.
+- :class:`Temporal`: ``DATE``, ``TIMESTAMP_NTZ`` (DATETIME) and ``TIMESTAMP``: a count
+  since the epoch (days; milliseconds or microseconds) within years 0 .. 9999, or ISO text
+  (``2024-02-29``, ``2024-02-29 10:00:00.5``, ``2024-02-29T10:00:00Z``, an offset up to
+  18 hours) naming a day and time that exist; MySQL's zero date is admitted and written
+  as NULL (it has no value downstream);
+- :class:`Free`: strings and bytes: every value.
 
 **A database sink holds less than Delta does** (``sink: {kind: jdbc}``): a MariaDB or
 MySQL table keeps the shard's own types, so ``VARCHAR(3)`` refuses a fourth character and
@@ -62,12 +69,17 @@ from schemas.dialects import DEFAULT_CHARSET, mysql_family
 from schemas.model import SPATIAL_TYPES, Column, ColumnType
 
 __all__ = [
+    "TEMPORAL_COUNT",
+    "TEMPORAL_COUNTS",
+    "TEMPORAL_TEXT",
+    "ZERO_DATE",
     "Domain",
     "Fixed",
     "Floating",
     "Free",
     "Integral",
     "Limit",
+    "Temporal",
     "limit",
     "storage",
     "unfit",
@@ -138,7 +150,7 @@ class Floating:
 
 @dataclass(frozen=True)
 class Free:
-    """A type every value the job reads converts to (strings, bytes, dates and times)."""
+    """A type every value the job reads converts to (strings and bytes)."""
 
     sql: str
 
@@ -146,7 +158,75 @@ class Free:
         return True
 
 
-Domain = Integral | Fixed | Floating | Free
+# The forms a temporal value is read in: a count since the epoch (Debezium's DATE in days,
+# DATETIME in milliseconds, or microseconds past three fraction digits), or ISO text as
+# Debezium (TIMESTAMP), Canal and Maxwell write it, a day with an optional time of day, its
+# fraction and, with the time, its zone. The job matches them with Java's regex (``\z``:
+# the very end, as Python's fullmatch), so both engines read the same texts.
+TEMPORAL_COUNT = r"-?[0-9]+"
+_CLOCK = r"[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.][0-9]{1,9})?"
+TEMPORAL_TEXT = (
+    rf"[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}(?:[ T]{_CLOCK}(?:Z|[+-][0-9]{{2}}:[0-9]{{2}})?)?"
+)
+# MySQL's zero date (``0000-00-00``, ``0000-00-00 00:00:00``): no value downstream, NULL
+# (as a zero-date default is), not a dead letter.
+ZERO_DATE = "0000-00-00"
+# The counts the job takes: years 0 .. 9999, what a four-digit year of the text names.
+_FIRST_DAY, _LAST_DAY = -719528, 2932896  # 0000-01-01 and 9999-12-31, in days since 1970
+_FIRST_MS, _LAST_MS = _FIRST_DAY * 86_400_000, (_LAST_DAY + 1) * 86_400_000 - 1
+TEMPORAL_COUNTS = {
+    "DATE": (_FIRST_DAY, _LAST_DAY),
+    "ms": (_FIRST_MS, _LAST_MS),
+    "us": (_FIRST_MS * 1000, _LAST_MS * 1000 + 999),
+}
+_TEMPORAL = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[ T]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.][0-9]+)?"
+    r"(?:Z|[+-]([0-9]{2}):([0-9]{2}))?)?"
+)
+_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+@dataclass(frozen=True)
+class Temporal:
+    """``DATE``, ``TIMESTAMP_NTZ`` (a DATETIME; ``micros``: its count is in microseconds)
+    or ``TIMESTAMP``: a count since the epoch (not for a TIMESTAMP) within years 0 .. 9999,
+    or :data:`TEMPORAL_TEXT` naming a real day (the proleptic Gregorian calendar), time of
+    day and zone offset (at most 18 hours), as Spark's casts read them (a DATE reads the
+    day and leaves the rest); the zero date is admitted (it is NULL downstream)."""
+
+    sql: str
+    micros: bool = False
+
+    def admits(self, text: str) -> bool:
+        if text.startswith(ZERO_DATE):
+            return True
+        if re.fullmatch(TEMPORAL_COUNT, text):
+            if self.sql == "TIMESTAMP":
+                return False
+            kind = "DATE" if self.sql == "DATE" else ("us" if self.micros else "ms")
+            lo, hi = TEMPORAL_COUNTS[kind]
+            return lo <= int(text) <= hi
+        m = _TEMPORAL.fullmatch(text)
+        if m is None or not re.fullmatch(TEMPORAL_TEXT, text):
+            return False
+        year, month, day = (int(g) for g in m.group(1, 2, 3))
+        if not 1 <= month <= 12:
+            return False
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        if not 1 <= day <= _MONTH_DAYS[month - 1] + (leap and month == 2):
+            return False
+        if self.sql == "DATE" or m.group(4) is None:
+            return True
+        hour, minute, second = (int(g) for g in m.group(4, 5, 6))
+        if hour > 23 or minute > 59 or second > 59:
+            return False
+        if m.group(7) is not None:
+            oh, om = int(m.group(7)), int(m.group(8))
+            return om <= 59 and oh * 60 + om <= 18 * 60
+        return True
+
+
+Domain = Integral | Fixed | Floating | Free | Temporal
 
 _INTEGRAL = {
     "TINYINT": Integral("TINYINT", -(2**7), 2**7 - 1),
@@ -165,7 +245,6 @@ _UNSIGNED: dict[str, Domain] = {
     "BIGINT": Fixed(20, 0),
 }
 _BYTES = ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB", "BIT", "VECTOR")
-_FREE = {"DATE": "DATE", "DATETIME": "TIMESTAMP_NTZ", "TIMESTAMP": "TIMESTAMP"}
 
 
 def storage(t: ColumnType) -> Domain:
@@ -181,8 +260,12 @@ def storage(t: ColumnType) -> Domain:
         return Floating(t.base)
     if t.base == "YEAR":
         return _INTEGRAL["INT"]
-    if t.base in _FREE:
-        return Free(_FREE[t.base])
+    if t.base == "DATE":
+        return Temporal("DATE")
+    if t.base == "DATETIME":
+        return Temporal("TIMESTAMP_NTZ", micros=(t.length or 0) > 3)
+    if t.base == "TIMESTAMP":
+        return Temporal("TIMESTAMP")
     if t.base in _BYTES or t.base in SPATIAL_TYPES:
         return Free("BINARY")
     return Free("STRING")

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from coordinator.decisions import ApplyDDL, CreateTarget, Truncate
 from coordinator.ids import ShardId, TargetId
-from coordinator.scenario.values import fill_value
+from coordinator.scenario.values import downstream_value, fill_value
 from schemas.changes import AddColumn, ChangeColumn, DropColumn, RenameColumn
 from schemas.model import TableSchema
 from schemas.storage import unfit
@@ -81,7 +81,7 @@ class MemoryTable:
         columns the target lacks are left out."""
         lowered = {k.lower(): v for k, v in {**values, **extra}.items()}
         return {
-            c.name: lowered[c.key] if c.key in lowered else fill_value(c)
+            c.name: downstream_value(c, lowered[c.key]) if c.key in lowered else fill_value(c)
             for c in self.schema.columns
         }
 

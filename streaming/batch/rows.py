@@ -28,6 +28,7 @@ from streaming.sql.spark_types import (
     limit_sql,
     literal_expr,
     value_expr,
+    zero_date_sql,
 )
 
 __all__ = [
@@ -190,6 +191,8 @@ def project_actions(
         # fill, and the image's own value is NULL then).
         projected_value = ident(f"_c_{col.key}")
         refused = f"{projected_value} IS NULL"
+        if col.type.base in ("DATE", "DATETIME", "TIMESTAMP"):  # the zero date is NULL
+            refused += f" AND NOT {zero_date_sql(got)}"
         bound = limit(col.type, dialect, schema.charset)
         if bound is not None:  # a database refuses more than the Delta type does
             refused += f" OR {limit_sql(bound, projected_value)}"

@@ -14,7 +14,7 @@ import re
 
 from schemas.debezium_enum import value_map
 from schemas.model import SPATIAL_TYPES, ColumnType, TableSchema, string_value
-from schemas.storage import Limit
+from schemas.storage import TEMPORAL_COUNT, TEMPORAL_COUNTS, TEMPORAL_TEXT, ZERO_DATE, Limit
 from streaming.sql.quoting import ident, literal, string
 
 __all__ = ["debezium_member_expr", "delta_type", "limit_sql", "value_expr", "widens_in_place"]
@@ -102,21 +102,8 @@ def value_expr(t: ColumnType, text: str) -> str:
     """A Spark SQL expression converting the text value ``text`` (an expression) to
     :func:`delta_type` of ``t``."""
     target = delta_type(t)
-    if t.base == "DATE":
-        return (
-            f"CASE WHEN {text} RLIKE '^-?[0-9]+$' "
-            f"THEN date_add(DATE'1970-01-01', CAST({text} AS INT)) ELSE to_date({text}) END"
-        )
-    if t.base == "DATETIME":
-        micros = (t.length or 0) > 3
-        unit = "timestamp_micros" if micros else "timestamp_millis"
-        return (
-            f"CASE WHEN {text} RLIKE '^-?[0-9]+$' "
-            f"THEN CAST({unit}(CAST({text} AS BIGINT)) AS TIMESTAMP_NTZ) "
-            f"ELSE CAST({text} AS TIMESTAMP_NTZ) END"
-        )
-    if t.base == "TIMESTAMP":
-        return f"CAST({text} AS TIMESTAMP)"
+    if t.base in ("DATE", "DATETIME", "TIMESTAMP"):
+        return _temporal_expr(t, text)
     if t.base in SPATIAL_TYPES:
         # Debezium sends a geometry as {"wkb": base64, "srid": n}: the WKB is the value.
         return f"unbase64(coalesce(get_json_object({text}, '$.wkb'), {text}))"
@@ -132,6 +119,41 @@ def value_expr(t: ColumnType, text: str) -> str:
 
 
 _INTEGRAL = {"TINYINT", "SMALLINT", "INT", "BIGINT"}
+
+
+def _temporal_expr(t: ColumnType, text: str) -> str:
+    """A DATE, DATETIME or TIMESTAMP value from its text, or NULL where
+    ``schemas.storage.Temporal`` does not admit it (and for MySQL's zero date, which it
+    does: :func:`zero_date_sql`). Only the forms it reads reach a cast, and every cast is a
+    ``try_`` one: no text fails the batch."""
+    count = string(f"^{TEMPORAL_COUNT}\\z")
+    iso = string(f"^{TEMPORAL_TEXT}\\z")
+    target = delta_type(t)
+    if t.base == "DATE":
+        lo, hi = TEMPORAL_COUNTS["DATE"]
+        days = f"try_cast({text} AS INT)"
+        counted = (
+            f"CASE WHEN {days} BETWEEN {lo} AND {hi} THEN date_add(DATE'1970-01-01', {days}) END"
+        )
+    elif t.base == "DATETIME":
+        micros = (t.length or 0) > 3
+        lo, hi = TEMPORAL_COUNTS["us" if micros else "ms"]
+        unit = "timestamp_micros" if micros else "timestamp_millis"
+        n = f"try_cast({text} AS BIGINT)"
+        counted = f"CASE WHEN {n} BETWEEN {lo} AND {hi} THEN CAST({unit}({n}) AS TIMESTAMP_NTZ) END"
+    else:
+        counted = f"CAST(NULL AS {target})"
+    return (
+        f"CASE WHEN {zero_date_sql(text)} THEN CAST(NULL AS {target}) "
+        f"WHEN {text} RLIKE {count} THEN {counted} "
+        f"WHEN {text} RLIKE {iso} THEN try_cast({text} AS {target}) END"
+    )
+
+
+def zero_date_sql(text: str) -> str:
+    """Whether ``text`` is MySQL's zero date (``0000-00-00...``): a temporal value with no
+    value downstream, written as NULL and not a value that does not fit."""
+    return f"startswith({text}, {string(ZERO_DATE)})"
 
 
 def debezium_member_expr(t: ColumnType, text: str, binlog: str) -> str:
@@ -165,9 +187,13 @@ def literal_expr(t: ColumnType, sql_literal: str) -> str:
         return f"CAST(current_timestamp() AS {delta_type(t)})"
     quoted = len(sql_literal) >= 2 and sql_literal[0] == sql_literal[-1] == "'"
     text = string_value(sql_literal) if quoted else sql_literal
-    if t.base in ("DATE", "DATETIME", "TIMESTAMP") and text.startswith("0000-00-00"):
-        # MySQL's zero date has no Spark value: NULL is the closest honest value.
-        return literal(None, delta_type(t))
+    if t.base in ("DATE", "DATETIME", "TIMESTAMP"):
+        if text.startswith(ZERO_DATE):
+            # MySQL's zero date has no Spark value: NULL is the closest honest value.
+            return literal(None, delta_type(t))
+        # A default the server took (``'2024-1-1'`` too): Spark's own cast, which fails
+        # loudly on what it cannot read rather than fill every row with NULL.
+        return f"CAST({string(text)} AS {delta_type(t)})"
     return value_expr(t, string(text))
 
 

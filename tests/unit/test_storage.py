@@ -85,8 +85,54 @@ CASES = [
     ("ENUM('a','b')", "c", True),  # nor members
     ("SET('x','y')", "z", True),
     ("TEXT", "anything", True),
+    # Temporal values: a count since the epoch, or ISO text naming a day and time that
+    # exist; anything else does not fit (it was an ANSI cast that failed the batch)
     ("DATE", "19000", True),
+    ("DATE", "-719528", True),  # 0000-01-01
+    ("DATE", "-719529", False),
+    ("DATE", "2932896", True),  # 9999-12-31
+    ("DATE", "2932897", False),
+    ("DATE", "99999999999", False),  # past INT
+    ("DATE", "2024-02-29", True),
+    ("DATE", "2023-02-29", False),
+    ("DATE", "2000-02-29", True),
+    ("DATE", "1900-02-29", False),
+    ("DATE", "2024-13-01", False),
+    ("DATE", "2024-00-10", False),  # a zero in the date
+    ("DATE", "0000-00-00", True),  # the zero date: NULL downstream
+    ("DATE", "2024-01-01 10:00:00", True),  # the day is read
+    ("DATE", "2024-01-01T10:00:00Z", True),
+    ("DATE", "2024-1-1", False),  # not a form CDC tools write
+    ("DATE", " 2024-01-01", False),
+    ("DATE", "2024-01-01Z", False),
+    ("DATE", "1e3", False),
+    ("DATE", "garbage", False),
+    ("DATE", "", False),
     ("DATETIME", "1700000000000", True),
+    ("DATETIME", "-62167219200000", True),
+    ("DATETIME", "253402300800000", False),  # year 10000
+    ("DATETIME", "99999999999999999", False),  # overflowed Spark's microseconds
+    ("DATETIME(6)", "1700000000000000", True),
+    ("DATETIME(6)", "-99999999999999999", False),
+    ("DATETIME", "2024-01-01 10:00:00", True),
+    ("DATETIME", "2024-01-01 10:00:00.123456789", True),  # cut to microseconds
+    ("DATETIME", "2024-01-01T23:59:59", True),
+    ("DATETIME", "2024-01-01 24:00:00", False),
+    ("DATETIME", "2024-01-01 23:60:00", False),
+    ("DATETIME", "2024-01-01 23:59:60", False),
+    ("DATETIME", "2024-01-01 10:00", False),
+    ("DATETIME", "0000-00-00 00:00:00", True),
+    ("DATETIME", "2024-02-30 00:00:00", False),
+    ("DATETIME", "2024-01-01 10:00:00+02:00", True),  # the zone left out, as Spark does
+    ("TIMESTAMP", "2024-01-01T10:00:00Z", True),
+    ("TIMESTAMP", "2024-01-01T10:00:00.123456Z", True),
+    ("TIMESTAMP", "2024-01-01 10:00:00", True),
+    ("TIMESTAMP", "2024-01-01T10:00:00+18:00", True),
+    ("TIMESTAMP", "2024-01-01T10:00:00+18:01", False),
+    ("TIMESTAMP", "2024-01-01T10:00:00-05:60", False),
+    ("TIMESTAMP", "1700000000", False),  # a TIMESTAMP is text
+    ("TIMESTAMP", "0000-00-00 00:00:00", True),
+    ("TIMESTAMP", "garbage", False),
 ]
 
 
