@@ -81,6 +81,7 @@ __all__ = [
     "Limit",
     "Temporal",
     "limit",
+    "moment",
     "storage",
     "unfit",
     "value_text",
@@ -228,6 +229,45 @@ class Temporal:
 
 Domain = Integral | Fixed | Floating | Free | Temporal
 
+_MOMENT = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[ T]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.]([0-9]+))?"
+    r"(?:Z|([+-])([0-9]{2}):([0-9]{2}))?)?"
+)
+
+
+def _days(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian day (year 0 included)."""
+    y = year - (month <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+def moment(text: str, kind: str) -> int | None:
+    """The microseconds since 1970-01-01 00:00 a temporal value names (UTC for a zoned
+    text; the wall clock as if UTC otherwise), for a value :class:`Temporal` admits:
+    ``kind`` is how a count is read (``DATE``: days, ``ms``, ``us``; ``TIMESTAMP``: no
+    count). None for the zero date."""
+    if text.startswith(ZERO_DATE):
+        return None
+    if re.fullmatch(TEMPORAL_COUNT, text):
+        return int(text) * {"DATE": 86_400_000_000, "ms": 1000, "us": 1}[kind]
+    m = _MOMENT.fullmatch(text)
+    if m is None:
+        return None
+    y, mo, d = (int(g) for g in m.group(1, 2, 3))
+    micros = _days(y, mo, d) * 86_400_000_000
+    if kind == "DATE" or m.group(4) is None:
+        return micros
+    h, mi, sec = (int(g) for g in m.group(4, 5, 6))
+    micros += ((h * 60 + mi) * 60 + sec) * 1_000_000 + int((m.group(7) or "0")[:6].ljust(6, "0"))
+    if m.group(8) is not None:
+        offset = (int(m.group(9)) * 60 + int(m.group(10))) * 60_000_000
+        micros -= offset if m.group(8) == "+" else -offset
+    return micros
+
+
 _INTEGRAL = {
     "TINYINT": Integral("TINYINT", -(2**7), 2**7 - 1),
     "SMALLINT": Integral("SMALLINT", -(2**15), 2**15 - 1),
@@ -292,9 +332,16 @@ class Limit:
     bmp: bool = False
     members: tuple[str, ...] | None = None
     set_members: tuple[str, ...] | None = None
+    # a temporal value: how its count is read (``moment``'s kind) and the first and last
+    # moment the column holds, in microseconds since 1970 (UTC for a TIMESTAMP)
+    temporal: str | None = None
+    moments: tuple[int, int] | None = None
 
     def admits(self, text: str) -> bool:
         """Whether the value, as its Delta domain admitted it, is inside the limit."""
+        if self.temporal is not None and self.moments is not None:
+            at = moment(text, self.temporal)
+            return at is None or self.moments[0] <= at <= self.moments[1]
         if self.chars is not None and len(text) > self.chars:
             return False
         if self.lo is not None and self.hi is not None:
@@ -345,6 +392,9 @@ _BLOB_BYTES = {f"{size}BLOB": TEXT_BYTES[f"{size}TEXT"] for size in ("TINY", "",
 # read as a year of this century (stored changed).
 _YEAR = Limit(lo=1901, hi=2155, also=(0,))
 _SMALLINT = Limit(lo=-(2**15), hi=2**15 - 1)  # PostgreSQL stores a YEAR as a SMALLINT
+_COUNT_KIND = {"DATE": "DATE", "DATETIME": "ms", "TIMESTAMP": "TIMESTAMP"}
+_YEAR_ONE = _days(1, 1, 1) * 86_400_000_000
+_LAST_MOMENT = (_LAST_DAY + 1) * 86_400_000_000 - 1
 
 
 def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Limit | None:
@@ -360,6 +410,13 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
     bmp = cs in ("utf8", "utf8mb3")  # three bytes at most: no character past U+FFFF
     if t.base in ("CHAR", "VARCHAR"):
         return Limit(chars=t.length or 1, bmp=bmp)
+    if t.base in ("DATE", "DATETIME", "TIMESTAMP"):
+        kind = _COUNT_KIND[t.base] if t.base != "DATETIME" or (t.length or 0) <= 3 else "us"
+        if not mysql:  # PostgreSQL has no year 0 (its 1 BC): from 0001-01-01 on
+            return Limit(temporal=kind, moments=(_YEAR_ONE, _LAST_MOMENT))
+        if t.base == "TIMESTAMP":  # MySQL's TIMESTAMP: a 32-bit count of seconds, 0 refused
+            return Limit(temporal=kind, moments=(1, 2**31 * 1_000_000 - 1))
+        return None  # MariaDB and MySQL store years 0 .. 9999 unchanged
     if not mysql:
         return _SMALLINT if t.base == "YEAR" else None
     if (t.base, t.unsigned) in _MYSQL_RANGES:

@@ -89,6 +89,15 @@ def limit_sql(bound: Limit, value: str) -> str:
     if bound.members is not None:
         members = ", ".join(string(m) for m in bound.members) or "NULL"
         terms.append(f"NOT array_contains(array({members}), {value})")
+    if bound.temporal is not None and bound.moments is not None:
+        if bound.temporal == "DATE":
+            at = f"CAST(unix_date({value}) AS BIGINT) * 86400000000"
+        elif bound.temporal == "TIMESTAMP":
+            at = f"unix_micros({value})"
+        else:  # a DATETIME (TIMESTAMP_NTZ): its wall clock as if UTC
+            at = f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {value})"
+        first, last = (int(m) for m in bound.moments)
+        terms.append(f"{at} < {first} OR {at} > {last}")
     if bound.set_members is not None:
         members = ", ".join(string(m) for m in bound.set_members) or "NULL"
         terms.append(

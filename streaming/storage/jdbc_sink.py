@@ -41,6 +41,7 @@ from typing import Any
 import sqlglot
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import TimestampNTZType
 
 from coordinator.decisions import ApplyDDL, CreateTarget
 from coordinator.ids import TargetId
@@ -79,6 +80,25 @@ _HISTORY = parse_create_table(
 
 
 _STRICT = "SET SESSION sql_mode = CONCAT_WS(',', @@SESSION.sql_mode, 'STRICT_ALL_TABLES')"
+_UTC = ("SET SESSION time_zone = '+00:00'", "SET TIME ZONE 'UTC'")
+# Temporal values are staged as text (``_staged_value``), which the database reads:
+# Spark's JDBC writer hands them over as java.sql dates and timestamps, whose hybrid
+# Julian calendar moved a DATETIME before 1582-10-15 by days (0001-01-01 was stored as
+# 0001-01-03) and a DATE in the calendars' gap to another day.
+_TEMPORAL = {"DATE": "DATE", "DATETIME": "TIMESTAMP", "TIMESTAMP": "TIMESTAMPTZ"}
+_TEMPORAL_TEXT = 32  # 0000-01-01 00:00:00.000000 and a sign
+
+
+def _staged_value(col: Any, base: str | None) -> Any:
+    """A column's value as staged: as it is, or a temporal value (``base``) as its ISO
+    text, a TIMESTAMP's in UTC whatever the session's time zone."""
+    if base is None:
+        return col
+    if base == "TIMESTAMP":
+        col = F.to_utc_timestamp(col, F.current_timezone())
+    return col.cast("string")
+
+
 # SQLSTATE class 22: data exceptions (a value the new type cannot hold), MySQL and PostgreSQL
 _DATA_EXCEPTION = "22"
 
@@ -152,6 +172,23 @@ class JdbcSink:
         url = "jdbc:mysql:" + self.url[len("jdbc:mariadb:") :]
         return url + ("&" if "?" in url else "?") + "permitMysqlScheme"
 
+    @staticmethod
+    def _temporal(recorded: TableSchema, columns: list[str]) -> dict[int, str]:
+        """The positions of ``columns`` whose shard type is temporal, with the type."""
+        out = {}
+        for i, c in enumerate(columns):
+            col = recorded.column(c)
+            if col is not None and col.type.base in _TEMPORAL:
+                out[i] = col.type.base
+        return out
+
+    def _from_stage(self, value: str, base: str | None) -> str:
+        """A staged value (SQL) as the table's column takes it: PostgreSQL casts temporal
+        text (its time zone is UTC here); MariaDB and MySQL convert it on their own."""
+        if base is None or self.dialect != "postgresql":
+            return value
+        return f"CAST({value} AS {_TEMPORAL[base]})"
+
     def _props(self) -> dict[str, str]:
         props = {"user": self.user or "", "password": self.password or ""}
         if self.dialect == "postgresql":
@@ -173,6 +210,8 @@ class JdbcSink:
                 # strict: a value a column cannot hold is an error, never cut or zeroed
                 # (schemas.dialects.changes_safely counts on it for a narrowing)
                 self._run(conn, _Statement(_STRICT))
+            # staged temporal text is UTC (a TIMESTAMP's): read it so
+            self._run(conn, _Statement(_UTC[self.dialect == "postgresql"]))
             yield conn
         finally:
             conn.close()
@@ -414,10 +453,11 @@ class JdbcSink:
 
     def _stage(
         self, conn: Any, target: TargetId, rows: DataFrame, columns: list[str], key: list[str]
-    ) -> str:
+    ) -> tuple[str, dict[int, str]]:
         """Empty the target's staging table (made like the table's columns, positional
         names, and ``_action``; keyed as the table is, one row per key) and fill it with
-        ``rows`` from the executors."""
+        ``rows`` from the executors: its name, and the positions of the columns staged as
+        temporal text (``_staged_value``) with their shard types."""
         recorded = self._recorded_schema(conn, target)
         if recorded is None:
             raise SinkError(f"target {target} has no recorded schema: it was never created")
@@ -429,10 +469,12 @@ class JdbcSink:
                 "made by another job or changed outside this one; compare the two and "
                 "drop or fix the table (docs/database-sink.md)"
             )
+        text = parse_create_table(f"CREATE TABLE s (c VARCHAR({_TEMPORAL_TEXT}))").columns[0]
+        temporal = self._temporal(recorded, columns)
         staged = TableSchema(
             columns=(
                 *(
-                    recorded.column(c).renamed(f"c{i}")  # type: ignore[union-attr]
+                    (text if i in temporal else recorded.column(c)).renamed(f"c{i}")  # type: ignore[union-attr]
                     for i, c in enumerate(columns)
                 ),
                 *parse_create_table("CREATE TABLE s (_action CHAR(1))").columns,
@@ -445,7 +487,10 @@ class JdbcSink:
         sql = create_table(self.dialect, self.meta, name, staged, staged_key)
         self._run(conn, _Statement(sql))
         frame = rows.select(
-            *(F.col(f"`{c.replace('`', '``')}`").alias(f"c{i}") for i, c in enumerate(columns)),
+            *(
+                _staged_value(F.col(f"`{c.replace('`', '``')}`"), temporal.get(i)).alias(f"c{i}")
+                for i, c in enumerate(columns)
+            ),
             F.col("_action"),
         )
         writer = (
@@ -461,7 +506,7 @@ class JdbcSink:
         # batched inserts sent as one statement (MariaDB's bulk protocol, pgJDBC's rewrite)
         bulk = "reWriteBatchedInserts" if self.dialect == "postgresql" else "useBulkStmts"
         writer.option(bulk, "true").save()
-        return self._meta(name)
+        return self._meta(name), temporal
 
     def merge(
         self, target: TargetId, rows: DataFrame, key: list[str], columns: list[str], slot: int
@@ -472,11 +517,16 @@ class JdbcSink:
         with self._connection() as conn:
             if self._slot_done(conn, target, slot):
                 return {**zero, "skipped": 1}  # the rows were not read (the Sink port)
-            stage = self._stage(conn, target, rows, columns, key)
+            stage, temporal = self._stage(conn, target, rows, columns, key)
         crash_point("jdbc_staged")
         table = self._table(target)
-        pos = {c.lower(): f"c{i}" for i, c in enumerate(columns)}
-        on = " AND ".join(f"s.{pos[k.lower()]} = t.{self._q(k)}" for k in key)
+        staged = [self._from_stage(f"c{i}", temporal.get(i)) for i in range(len(columns))]
+        pos = {c.lower(): i for i, c in enumerate(columns)}
+        on = " AND ".join(
+            f"{self._from_stage(f's.c{pos[k.lower()]}', temporal.get(pos[k.lower()]))} = "
+            f"t.{self._q(k)}"
+            for k in key
+        )
         # driven by the staged rows (few), each finding its row by the table's key
         if self.dialect == "postgresql":
             delete = f"DELETE FROM {table} t USING {stage} s WHERE s._action = 'd' AND {on}"
@@ -500,7 +550,7 @@ class JdbcSink:
             )
             deleted = self._run(conn, _Statement(delete))
             names = ", ".join(self._q(c) for c in columns)
-            values = ", ".join(f"c{i}" for i in range(len(columns)))
+            values = ", ".join(staged)
             sets = [c for c in columns if c.lower() not in {k.lower() for k in key}]
             if self.dialect == "postgresql":
                 conflict = ", ".join(self._q(k) for k in key)
@@ -572,19 +622,22 @@ class JdbcSink:
     def read(self, target: TargetId) -> DataFrame:
         """The target's table as Spark reads it over JDBC (for checks and tools; the job
         never reads its targets back)."""
-        reader = (
-            self.spark.read.format("jdbc")
-            .option("url", self.spark_url)
-            .option("driver", DRIVERS[self.dialect])
-            .option("dbtable", self._table(target))
-        )
-        for k, v in self._props().items():
-            reader = reader.option(k, v)
-        if self._sg == "mysql":  # MariaDB and MySQL
-            # A YEAR as the number it is (as on Delta): read as a DATE by default, the
-            # drivers cannot make one of year 0 (0000) and the read fails.
-            reader = reader.option("yearIsDateType", "false")
-        frame = reader.load()
+
+        def reader(**options: str) -> Any:
+            r = (
+                self.spark.read.format("jdbc")
+                .option("url", self.spark_url)
+                .option("driver", DRIVERS[self.dialect])
+            )
+            for k, v in {**self._props(), **options}.items():
+                r = r.option(k, v)
+            if self._sg == "mysql":  # MariaDB and MySQL
+                # A YEAR as the number it is (as on Delta): read as a DATE by default, the
+                # drivers cannot make one of year 0 (0000) and the read fails.
+                r = r.option("yearIsDateType", "false")
+            return r
+
+        frame = self._temporal_as_text(reader, reader(dbtable=self._table(target)).load(), target)
         # Spark reads a CHAR(n) column (MySQL reports ENUM and SET as CHAR too) padded to n;
         # the shards' MySQL gives CHAR values without trailing spaces: so do these.
         padded = {
@@ -602,6 +655,64 @@ class JdbcSink:
                 for c in frame.columns
             )
         )
+
+    def _temporal_as_text(
+        self, reader: Callable[..., Any], frame: DataFrame, target: TargetId
+    ) -> DataFrame:
+        """``frame`` with its dates and times read as the database's text, made Spark values
+        again: the JDBC drivers' java.sql values would move a day before 1582-10-15 (the
+        staging's reason, ``_TEMPORAL``), or fail on year 0. A TIMESTAMP's text is UTC."""
+        types = self.columns(target)
+        kinds = {}
+        for f in frame.schema.fields:
+            db = types.get(f.name.lower(), "").lower()
+            if f.dataType.typeName() in ("date", "timestamp", "timestamp_ntz"):
+                if self._sg == "mysql":  # TIMESTAMP: an instant, shown in the session's zone
+                    zoned = db.startswith("timestamp")
+                else:
+                    zoned = "with time zone" in db and "without" not in db
+                day = db.startswith("date") and not db.startswith("datetime")
+                # a DATETIME has no zone: TIMESTAMP_NTZ, as on Delta (the driver's
+                # TIMESTAMP would be read in the session's zone)
+                spark_type = f.dataType if day or zoned else TimestampNTZType()
+                kinds[f.name] = (spark_type, day, zoned)
+        if not kinds:
+            return frame
+        pg = self.dialect == "postgresql"
+        select = []
+        for c in frame.columns:
+            q = self._q(c)
+            if c not in kinds:
+                select.append(q)
+                continue
+            _, day, zoned = kinds[c]
+            if pg:
+                v = f"{q} AT TIME ZONE 'UTC'" if zoned else q
+                fmt = "YYYY-MM-DD" if day else "YYYY-MM-DD HH24:MI:SS.US"
+                select.append(f"to_char({v}, '{fmt}') AS {q}")
+            else:
+                v = f"CONVERT_TZ({q}, @@session.time_zone, '+00:00')" if zoned else q
+                select.append(f"CAST({v} AS CHAR) AS {q}")
+        read = reader(query=f"SELECT {', '.join(select)} FROM {self._table(target)}").load()
+        out: DataFrame = read.select(
+            *(
+                (
+                    F.concat(F.col(self._spark_name(c)), F.lit("Z"))
+                    if kinds[c][2]
+                    else F.col(self._spark_name(c))
+                )
+                .cast(kinds[c][0])
+                .alias(c)
+                if c in kinds
+                else F.col(self._spark_name(c))
+                for c in frame.columns
+            )
+        )
+        return out
+
+    @staticmethod
+    def _spark_name(c: str) -> str:
+        return f"`{c.replace('`', '``')}`"
 
     def history(self, target: TargetId, limit: int) -> list[dict[str, Any]]:
         """The table's changes the job made, newest first, each with its cause."""

@@ -216,10 +216,16 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
     def read(t: ColumnType, i: int, dialect: str) -> str:  # the column's select expression
         if t.base in BYTES:
             return f"lower(hex(c{i}))" if dialect == "mariadb" else f"encode(c{i}, 'hex')"
+        if t.base in TEMPORAL:  # as text (the sessions' zone is UTC)
+            if dialect == "mariadb":
+                return f"CAST(c{i} AS CHAR)"
+            day = "YYYY-MM-DD" + ("" if t.base == "DATE" else " HH24:MI:SS")
+            return f"to_char(c{i}, '{day}')"
         return f"c{i}"
 
     INTEGERS = {"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "YEAR"}
     BYTES = {"TINYBLOB", "BLOB", "MEDIUMBLOB", "BINARY", "VARBINARY"}
+    TEMPORAL = {"DATE", "DATETIME", "TIMESTAMP"}
     types = [parse_type(sql) for sql, *_ in LIMIT_CASES]
     pg_table = '"' + DB.replace('"', '""') + '"."lim"'
     for dialect in ("mariadb", "postgresql"):
@@ -237,19 +243,19 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
         insert = f"INSERT INTO {{}} (id, c{i}) VALUES ({i}, {{}})"
         try:
             with mariadb.connect() as conn, conn.cursor() as cur:
-                cur.execute("SET SESSION sql_mode = 'STRICT_ALL_TABLES'")
+                cur.execute("SET SESSION sql_mode = 'STRICT_ALL_TABLES', time_zone = '+00:00'")
                 cur.execute(insert.format(f"{_q(DB)}.lim", literal(t, text, "mariadb")))
                 conn.commit()
-            (got,) = mariadb.execute(
-                f"SELECT {read(t, i, 'mariadb')} FROM {_q(DB)}.lim WHERE id = {i}"
-            )
+                cur.execute(f"SELECT {read(t, i, 'mariadb')} FROM {_q(DB)}.lim WHERE id = {i}")
+                got = cur.fetchone()
             stored["mariadb"].append(same(t, str(got[0])) == back(t, text, "mariadb"))
         except pymysql.err.MySQLError:
             stored["mariadb"].append(False)
         try:
-            postgres.execute(insert.format(pg_table, literal(t, text, "postgresql")))
+            utc = "SET TIME ZONE 'UTC'; "
+            postgres.execute(utc + insert.format(pg_table, literal(t, text, "postgresql")))
             got = postgres.execute(
-                f"SELECT {read(t, i, 'postgresql')} FROM {pg_table} WHERE id = {i}"
+                f"{utc}SELECT {read(t, i, 'postgresql')} FROM {pg_table} WHERE id = {i}"
             )
             stored["postgresql"].append(same(t, got.rstrip("\n")) == back(t, text, "postgresql"))
         except downstream_local.DownstreamError:

@@ -39,6 +39,7 @@ SUBSET = [
     "dm/beyond-truncate-one-shard-source-column-optimistic.yaml",
     "beyond/hostile-names-optimistic.yaml",
     "beyond/pk-update-decimal-datetime-optimistic.yaml",
+    "beyond/dates-before-the-gregorian-switch-keep-their-day-optimistic.yaml",
     "beyond/ignored-modify-then-unfit-value-dead-letter-database-optimistic.yaml",
     "moves/split-by-keys.yaml",
 ]

@@ -227,6 +227,17 @@ LIMIT_CASES = [
     ("SET('a','b','c')", "c,a", True, True),  # stored as 'a,c': the same set
     ("SET('a','b','c')", "A", False, True),  # stored as 'a'
     ("SET('a','b','c')", "a,d", False, True),
+    # temporal: MariaDB and MySQL keep years 0 .. 9999 of a DATE or DATETIME, PostgreSQL
+    # has no year 0; MySQL's TIMESTAMP holds 1970-01-01 00:00:01 .. 2038-01-19 03:14:07 UTC
+    ("DATE", "0000-01-01", True, False),
+    ("DATE", "0001-01-01", True, True),
+    ("DATETIME", "0000-06-15 10:00:00", True, False),
+    ("DATETIME", "1582-10-10 12:00:00", True, True),
+    ("TIMESTAMP", "1970-01-01 00:00:00", False, True),
+    ("TIMESTAMP", "1970-01-01 00:00:01", True, True),
+    ("TIMESTAMP", "1969-12-31 23:59:59", False, True),
+    ("TIMESTAMP", "2038-01-19 03:14:07", True, True),
+    ("TIMESTAMP", "2038-01-19 03:14:08", False, True),
 ]
 
 
@@ -240,6 +251,22 @@ def test_a_database_column_refuses_more_than_its_delta_type(
     for dialect, fits in (("mariadb", mysql), ("mysql", mysql), ("postgresql", pg)):
         bound = limit(t, dialect)
         assert (bound is None or bound.admits(text)) is fits, (sql, text, dialect)
+
+
+def test_a_temporal_limit_reads_counts_zones_and_the_zero_date() -> None:
+    pg_date, pg_datetime6 = (
+        limit(parse_type("DATE"), "postgresql"),
+        limit(parse_type("DATETIME(6)"), "postgresql"),
+    )
+    ts = limit(parse_type("TIMESTAMP(3)"), "mariadb")
+    assert pg_date is not None and pg_datetime6 is not None and ts is not None
+    assert not pg_date.admits("-719528") and pg_date.admits("-719162")  # 0000-, 0001-01-01
+    assert not pg_datetime6.admits("-62135596800000001") and pg_datetime6.admits("0")
+    assert pg_date.admits("0000-00-00") and ts.admits("0000-00-00 00:00:00")  # NULL
+    # an instant: its offset counts
+    assert ts.admits("2038-01-19T04:14:07+01:00") and not ts.admits("2038-01-19T03:14:07-00:01")
+    assert ts.admits("1970-01-01T00:00:00.001Z") and not ts.admits("1970-01-01T01:00:00+01:00")
+    assert limit(parse_type("DATETIME"), "mariadb") is None  # years 0 .. 9999 as they are
 
 
 def test_a_value_past_a_database_column_is_unfit_in_the_jobs_words() -> None:
