@@ -252,26 +252,56 @@ def literal_for(text: str | None, ctype: ColumnType) -> str | None:
     return text
 
 
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-_MOMENT = re.compile(r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.(\d*))?")
+# MySQL's date and time literals with a four-digit year: any punctuation between the parts
+# ('2024/1/5', '2024-01-05T10.30.00'), or none ('20240105', '20240105103000'), a fraction
+# after a dot.
+_P = r"[!-/:-@\[-`{-~]"  # one ASCII punctuation character
+_RELAXED = re.compile(
+    rf"(\d{{4}}){_P}(\d{{1,2}}){_P}(\d{{1,2}})"
+    rf"(?:[ T](\d{{1,2}}){_P}(\d{{1,2}}){_P}(\d{{1,2}})(?:\.(\d*))?)?"
+)
+_COMPACT = re.compile(r"(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2})(?:\.(\d*))?)?")
+_MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _parts(value: str) -> tuple[str, str | None, str] | None:
+    """``value`` as ``('YYYY-MM-DD', 'hh:mm:ss' or None, fraction)``, for a literal of
+    a day (and time) that exists; None for anything else."""
+    m = _RELAXED.fullmatch(value) or _COMPACT.fullmatch(value)
+    if m is None:
+        return None
+    y, mo, d = (int(g) for g in m.group(1, 2, 3))
+    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+    if not (1 <= mo <= 12 and 1 <= d <= _MONTH_DAYS[mo - 1] - (mo == 2 and not leap)):
+        return None
+    day = f"{y:04d}-{mo:02d}-{d:02d}"
+    if m.group(4) is None:
+        return day, None, ""
+    h, mi, sec = (int(g) for g in m.group(4, 5, 6))
+    if h > 23 or mi > 59 or sec > 59:
+        return None
+    return day, f"{h:02d}:{mi:02d}:{sec:02d}", m.group(7) or ""
 
 
 def _temporal(value: str, ctype: ColumnType) -> str | None:
     """A DATE, DATETIME or TIMESTAMP default as the server stores and prints it, for the
-    forms whose reading is certain: zero (``DEFAULT 0``) is the zero date, a DATETIME or
-    TIMESTAMP of a day alone is its midnight, and a fraction shorter than the column's
-    is padded with zeros (``DATETIME(3) DEFAULT '2020-01-01'`` is ``'2020-01-01
-    00:00:00.000'``). None for any other value: it stays as written."""
+    forms whose reading is certain: zero (``DEFAULT 0``) is the zero date; a day (and
+    time) with a four-digit year, its parts apart by any punctuation or by none
+    (``'2024/1/5'``, ``20240105``), is written ``2024-01-05``; a DATETIME or TIMESTAMP
+    of a day alone is its midnight; and a fraction shorter than the column's is padded
+    with zeros (``DATETIME(3) DEFAULT '2020-01-01'`` is ``'2020-01-01 00:00:00.000'``).
+    None for any other value: it stays as written."""
     digits = ctype.length or 0
     zero = _is_number(value) and Decimal(value) == 0
+    parts = None if zero else _parts(value)
     if ctype.base == "DATE":
-        return "0000-00-00" if zero else None
+        if zero:
+            return "0000-00-00"
+        return parts[0] if parts is not None else None
     if zero:
         moment, fraction = "0000-00-00 00:00:00", ""
-    elif _DAY.fullmatch(value):
-        moment, fraction = f"{value} 00:00:00", ""
-    elif (m := _MOMENT.fullmatch(value)) is not None:
-        moment, fraction = m.group(1), m.group(2) or ""
+    elif parts is not None:
+        moment, fraction = f"{parts[0]} {parts[1] or '00:00:00'}", parts[2]
     else:
         return None
     if len(fraction) > digits:

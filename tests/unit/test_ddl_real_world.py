@@ -387,6 +387,27 @@ def test_temporal_defaults_read_as_the_server_prints_them() -> None:
     assert [c.default for c in snapshot.columns] == [c.default for c in schema.columns[:2]]
 
 
+def test_relaxed_temporal_defaults_read_as_the_server_stores_them() -> None:
+    """MySQL takes a day with any punctuation between its parts, or none, and stores it
+    as ``YYYY-MM-DD``; read so, a default the job's Spark cast could not read (and which
+    failed every batch that filled it) is the value the server shows."""
+    schema = parse_create_table(
+        "CREATE TABLE t (a DATE DEFAULT '2024/1/5', b DATE DEFAULT 20240105,"
+        " c DATETIME DEFAULT '2024-01-05T10.30.00', d DATETIME(3) DEFAULT '20240105103000.5',"
+        " e DATE DEFAULT '2024-01-05 10:00:00', f DATE DEFAULT '2024-02-30',"
+        " g TIMESTAMP NULL DEFAULT '2024^1^5 1:2:3')"
+    )
+    assert [c.default for c in schema.columns] == [
+        "'2024-01-05'",
+        "'2024-01-05'",
+        "'2024-01-05 10:30:00'",
+        "'2024-01-05 10:30:00.500'",
+        "'2024-01-05'",  # the server keeps the day
+        "'2024-02-30'",  # no such day: as written (a strict server refuses the DDL)
+        "'2024-01-05 01:02:03'",
+    ]
+
+
 @pytest.mark.parametrize(
     ("sql", "want"),
     [
