@@ -261,7 +261,15 @@ _RELAXED = re.compile(
     rf"(?:[ T](\d{{1,2}}){_P}(\d{{1,2}}){_P}(\d{{1,2}})(?:\.(\d*))?)?"
 )
 _COMPACT = re.compile(r"(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2})(?:\.(\d*))?)?")
-_MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def day_exists(year: int, month: int, day: int) -> bool:
+    """Whether the day is one of the proleptic Gregorian calendar (year 0 a leap year)."""
+    if not 1 <= month <= 12:
+        return False
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return 1 <= day <= _MONTH_DAYS[month - 1] + (month == 2 and leap)
 
 
 def _parts(value: str) -> tuple[str, str | None, str] | None:
@@ -271,8 +279,7 @@ def _parts(value: str) -> tuple[str, str | None, str] | None:
     if m is None:
         return None
     y, mo, d = (int(g) for g in m.group(1, 2, 3))
-    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
-    if not (1 <= mo <= 12 and 1 <= d <= _MONTH_DAYS[mo - 1] - (mo == 2 and not leap)):
+    if not day_exists(y, mo, d):
         return None
     day = f"{y:04d}-{mo:02d}-{d:02d}"
     if m.group(4) is None:

@@ -65,6 +65,7 @@ from decimal import Decimal
 from typing import Any
 
 from schemas._apply import TEXT_BYTES
+from schemas._types import day_exists
 from schemas.dialects import DEFAULT_CHARSET, mysql_family
 from schemas.model import SPATIAL_TYPES, Column, ColumnType
 
@@ -180,11 +181,11 @@ TEMPORAL_COUNTS = {
     "ms": (_FIRST_MS, _LAST_MS),
     "us": (_FIRST_MS * 1000, _LAST_MS * 1000 + 999),
 }
-_TEMPORAL = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[ T]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.][0-9]+)?"
-    r"(?:Z|[+-]([0-9]{2}):([0-9]{2}))?)?"
+# TEMPORAL_TEXT's parts: day, time, fraction, zone sign, hours and minutes
+_MOMENT = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[ T]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.]([0-9]+))?"
+    r"(?:Z|([+-])([0-9]{2}):([0-9]{2}))?)?"
 )
-_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 @dataclass(frozen=True)
@@ -207,32 +208,23 @@ class Temporal:
             kind = "DATE" if self.sql == "DATE" else ("us" if self.micros else "ms")
             lo, hi = TEMPORAL_COUNTS[kind]
             return lo <= int(text) <= hi
-        m = _TEMPORAL.fullmatch(text)
+        m = _MOMENT.fullmatch(text)
         if m is None or not re.fullmatch(TEMPORAL_TEXT, text):
             return False
-        year, month, day = (int(g) for g in m.group(1, 2, 3))
-        if not 1 <= month <= 12:
-            return False
-        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-        if not 1 <= day <= _MONTH_DAYS[month - 1] + (leap and month == 2):
+        if not day_exists(*(int(g) for g in m.group(1, 2, 3))):
             return False
         if self.sql == "DATE" or m.group(4) is None:
             return True
         hour, minute, second = (int(g) for g in m.group(4, 5, 6))
         if hour > 23 or minute > 59 or second > 59:
             return False
-        if m.group(7) is not None:
-            oh, om = int(m.group(7)), int(m.group(8))
+        if m.group(8) is not None:
+            oh, om = int(m.group(9)), int(m.group(10))
             return om <= 59 and oh * 60 + om <= 18 * 60
         return True
 
 
 Domain = Integral | Fixed | Floating | Free | Temporal
-
-_MOMENT = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[ T]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.]([0-9]+))?"
-    r"(?:Z|([+-])([0-9]{2}):([0-9]{2}))?)?"
-)
 
 
 def _days(year: int, month: int, day: int) -> int:

@@ -58,6 +58,7 @@ from schemas.dialects import (
 )
 from schemas.model import ColumnType, TableSchema
 from streaming.faults import crash_point
+from streaming.sql.quoting import ident
 from streaming.storage.sink import Match, SinkError
 
 __all__ = ["JdbcSink", "forget_made"]
@@ -488,7 +489,7 @@ class JdbcSink:
         self._run(conn, _Statement(sql))
         frame = rows.select(
             *(
-                _staged_value(F.col(f"`{c.replace('`', '``')}`"), temporal.get(i)).alias(f"c{i}")
+                _staged_value(F.col(ident(c)), temporal.get(i)).alias(f"c{i}")
                 for i, c in enumerate(columns)
             ),
             F.col("_action"),
@@ -649,9 +650,7 @@ class JdbcSink:
             return frame
         return frame.select(
             *(
-                F.rtrim(F.col(f"`{c.replace('`', '``')}`")).alias(c)
-                if c in padded
-                else F.col(f"`{c.replace('`', '``')}`")
+                F.rtrim(F.col(ident(c))).alias(c) if c in padded else F.col(ident(c))
                 for c in frame.columns
             )
         )
@@ -696,23 +695,15 @@ class JdbcSink:
         read = reader(query=f"SELECT {', '.join(select)} FROM {self._table(target)}").load()
         out: DataFrame = read.select(
             *(
-                (
-                    F.concat(F.col(self._spark_name(c)), F.lit("Z"))
-                    if kinds[c][2]
-                    else F.col(self._spark_name(c))
-                )
+                (F.concat(F.col(ident(c)), F.lit("Z")) if kinds[c][2] else F.col(ident(c)))
                 .cast(kinds[c][0])
                 .alias(c)
                 if c in kinds
-                else F.col(self._spark_name(c))
+                else F.col(ident(c))
                 for c in frame.columns
             )
         )
         return out
-
-    @staticmethod
-    def _spark_name(c: str) -> str:
-        return f"`{c.replace('`', '``')}`"
 
     def history(self, target: TargetId, limit: int) -> list[dict[str, Any]]:
         """The table's changes the job made, newest first, each with its cause."""
