@@ -252,15 +252,18 @@ def literal_for(text: str | None, ctype: ColumnType) -> str | None:
     return text
 
 
-# MySQL's date and time literals with a four-digit year: any punctuation between the parts
-# ('2024/1/5', '2024-01-05T10.30.00'), or none ('20240105', '20240105103000'), a fraction
-# after a dot.
+# MySQL's date and time literals: any punctuation between the parts ('2024/1/5',
+# '2024-01-05T10.30.00', '24-1-5'), or none ('20240105', '240105', '20240105103000',
+# '240105103000'), a fraction after a dot. A two-digit year is 2000-2069 for 00-69 and
+# 1970-1999 for 70-99, as the server reads it ("Date and Time Literals", MySQL manual).
 _P = r"[!-/:-@\[-`{-~]"  # one ASCII punctuation character
 _RELAXED = re.compile(
-    rf"(\d{{4}}){_P}(\d{{1,2}}){_P}(\d{{1,2}})"
+    rf"(\d{{4}}|\d{{2}}){_P}(\d{{1,2}}){_P}(\d{{1,2}})"
     rf"(?:[ T](\d{{1,2}}){_P}(\d{{1,2}}){_P}(\d{{1,2}})(?:\.(\d*))?)?"
 )
-_COMPACT = re.compile(r"(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2})(?:\.(\d*))?)?")
+_COMPACT = re.compile(
+    r"(\d{4}|\d{2})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2})(?:\.(\d*))?)?"
+)
 _MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
@@ -279,6 +282,8 @@ def _parts(value: str) -> tuple[str, str | None, str] | None:
     if m is None:
         return None
     y, mo, d = (int(g) for g in m.group(1, 2, 3))
+    if len(m.group(1)) == 2:
+        y += 2000 if y < 70 else 1900
     if not day_exists(y, mo, d):
         return None
     day = f"{y:04d}-{mo:02d}-{d:02d}"
@@ -293,8 +298,9 @@ def _parts(value: str) -> tuple[str, str | None, str] | None:
 def _temporal(value: str, ctype: ColumnType) -> str | None:
     """A DATE, DATETIME or TIMESTAMP default as the server stores and prints it, for the
     forms whose reading is certain: zero (``DEFAULT 0``) is the zero date; a day (and
-    time) with a four-digit year, its parts apart by any punctuation or by none
-    (``'2024/1/5'``, ``20240105``), is written ``2024-01-05``; a DATETIME or TIMESTAMP
+    time), its parts apart by any punctuation or by none (``'2024/1/5'``, ``20240105``,
+    ``'24-1-5'``, ``240105``: a two-digit year is 2000-2069 or 1970-1999), is written
+    ``2024-01-05``; a DATETIME or TIMESTAMP
     of a day alone is its midnight; and a fraction shorter than the column's is padded
     with zeros (``DATETIME(3) DEFAULT '2020-01-01'`` is ``'2020-01-01 00:00:00.000'``).
     None for any other value: it stays as written."""

@@ -408,6 +408,27 @@ def test_relaxed_temporal_defaults_read_as_the_server_stores_them() -> None:
     ]
 
 
+def test_two_digit_year_defaults_read_as_the_server_reads_them() -> None:
+    """A two-digit year is 2000-2069 for 00-69 and 1970-1999 for 70-99 (MySQL's "Date
+    and Time Literals"), delimited or not; lengths other than 6, 8, 12 and 14 digits,
+    and days that do not exist, stay as written."""
+    schema = parse_create_table(
+        "CREATE TABLE t (a DATE DEFAULT '24-1-5', b DATE DEFAULT 991231, c DATE DEFAULT '700101',"
+        " d DATETIME DEFAULT '69-12-31 23:59:59', e DATETIME DEFAULT 240105103000,"
+        " f DATE DEFAULT '2401051', g DATE DEFAULT '23-02-29', h DATE DEFAULT '24-02-29')"
+    )
+    assert [c.default for c in schema.columns] == [
+        "'2024-01-05'",
+        "'1999-12-31'",
+        "'1970-01-01'",
+        "'2069-12-31 23:59:59'",
+        "'2024-01-05 10:30:00'",
+        "'2401051'",  # seven digits: as written
+        "'23-02-29'",  # no such day: as written
+        "'2024-02-29'",
+    ]
+
+
 @pytest.mark.parametrize(
     ("sql", "want"),
     [
