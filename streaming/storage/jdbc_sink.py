@@ -86,15 +86,51 @@ _UTC = ("SET SESSION time_zone = '+00:00'", "SET TIME ZONE 'UTC'")
 # Spark's JDBC writer hands them over as java.sql dates and timestamps, whose hybrid
 # Julian calendar moved a DATETIME before 1582-10-15 by days (0001-01-01 was stored as
 # 0001-01-03) and a DATE in the calendars' gap to another day.
-_TEMPORAL = {"DATE": "DATE", "DATETIME": "TIMESTAMP", "TIMESTAMP": "TIMESTAMPTZ"}
+# A TIME is kept as the text the CDC tool sent: Canal's and Maxwell's ``10:00:00``, or
+# Debezium's MicroTime, a count of microseconds (``36000000000``), which no database reads
+# as a time: the count is staged as ``[-]h:mm:ss.ffffff``.
+_TEMPORAL = {
+    "DATE": "DATE",
+    "DATETIME": "TIMESTAMP",
+    "TIMESTAMP": "TIMESTAMPTZ",
+    "TIME": "INTERVAL",
+}
 _TEMPORAL_TEXT = 32  # 0000-01-01 00:00:00.000000 and a sign
+# A count of up to 13 digits: past MySQL's 838:59:59.999999 (3,020,399,999,999), inside a
+# BIGINT; a longer one is staged as it is, and the database refuses it by name.
+_TIME_COUNT = r"^-?[0-9]{1,13}$"
+_US = {"h": 3_600_000_000, "m": 60_000_000, "s": 1_000_000}
+
+
+def _time_text(col: Any) -> Any:
+    """A TIME's value with a count of microseconds as ``[-]h:mm:ss.ffffff``; text as it is."""
+    n = col.try_cast("bigint")
+    a = F.abs(n)
+
+    def part(rest: Any, unit: int) -> Any:  # exact: the numerator is a multiple of unit
+        return ((rest - rest % unit) / unit).cast("bigint").cast("string")
+
+    text = F.concat(
+        F.when(n < 0, F.lit("-")).otherwise(F.lit("")),
+        part(a, _US["h"]),
+        F.lit(":"),
+        F.lpad(part(a % _US["h"], _US["m"]), 2, "0"),
+        F.lit(":"),
+        F.lpad(part(a % _US["m"], _US["s"]), 2, "0"),
+        F.lit("."),
+        F.lpad((a % _US["s"]).cast("string"), 6, "0"),
+    )
+    return F.when(col.rlike(_TIME_COUNT), text).otherwise(col)
 
 
 def _staged_value(col: Any, base: str | None) -> Any:
     """A column's value as staged: as it is, or a temporal value (``base``) as its ISO
-    text, a TIMESTAMP's in UTC whatever the session's time zone."""
+    text, a TIMESTAMP's in UTC whatever the session's time zone, a TIME's count of
+    microseconds as ``[-]h:mm:ss.ffffff``."""
     if base is None:
         return col
+    if base == "TIME":
+        return _time_text(col.cast("string"))
     if base == "TIMESTAMP":
         col = F.to_utc_timestamp(col, F.current_timezone())
     return col.cast("string")
@@ -660,12 +696,18 @@ class JdbcSink:
     ) -> DataFrame:
         """``frame`` with its dates and times read as the database's text, made Spark values
         again: the JDBC drivers' java.sql values would move a day before 1582-10-15 (the
-        staging's reason, ``_TEMPORAL``), or fail on year 0. A TIMESTAMP's text is UTC."""
+        staging's reason, ``_TEMPORAL``), or fail on year 0. A TIMESTAMP's text is UTC. A
+        TIME is read as its count of microseconds (Debezium's MicroTime, as the job keeps
+        it from Debezium's events; Canal's and Maxwell's ``10:00:00`` reads as that count
+        too)."""
         types = self.columns(target)
-        kinds = {}
+        kinds: dict[str, tuple[Any, bool, bool]] = {}
+        times = set()  # TIME columns: read as the count of microseconds the job keeps
         for f in frame.schema.fields:
             db = types.get(f.name.lower(), "").lower()
-            if f.dataType.typeName() in ("date", "timestamp", "timestamp_ntz"):
+            if db.startswith("interval") or (db.startswith("time") and "stamp" not in db):
+                times.add(f.name)
+            elif f.dataType.typeName() in ("date", "timestamp", "timestamp_ntz"):
                 if self._sg == "mysql":  # TIMESTAMP: an instant, shown in the session's zone
                     zoned = db.startswith("timestamp")
                 else:
@@ -675,12 +717,18 @@ class JdbcSink:
                 # TIMESTAMP would be read in the session's zone)
                 spark_type = f.dataType if day or zoned else TimestampNTZType()
                 kinds[f.name] = (spark_type, day, zoned)
-        if not kinds:
+        if not kinds and not times:
             return frame
         pg = self.dialect == "postgresql"
         select = []
         for c in frame.columns:
             q = self._q(c)
+            if c in times:  # exact: both give a TIME's seconds with their microseconds
+                seconds = f"EXTRACT(EPOCH FROM {q})" if pg else f"TIME_TO_SEC({q})"
+                whole = "BIGINT" if pg else "SIGNED"
+                text = "TEXT" if pg else "CHAR"
+                select.append(f"CAST(CAST({seconds} * 1000000 AS {whole}) AS {text}) AS {q}")
+                continue
             if c not in kinds:
                 select.append(q)
                 continue
@@ -699,6 +747,8 @@ class JdbcSink:
                 .cast(kinds[c][0])
                 .alias(c)
                 if c in kinds
+                else F.col(ident(c)).cast("string").alias(c)
+                if c in times
                 else F.col(ident(c))
                 for c in frame.columns
             )
