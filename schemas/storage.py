@@ -73,6 +73,9 @@ __all__ = [
     "TEMPORAL_COUNT",
     "TEMPORAL_COUNTS",
     "TEMPORAL_TEXT",
+    "TIME_COUNT",
+    "TIME_COUNT_DIGITS",
+    "TIME_TEXT",
     "ZERO_DATE",
     "Domain",
     "Fixed",
@@ -84,6 +87,7 @@ __all__ = [
     "limit",
     "moment",
     "storage",
+    "time_micros",
     "unfit",
     "value_text",
 ]
@@ -328,9 +332,19 @@ class Limit:
     # moment the column holds, in microseconds since 1970 (UTC for a TIMESTAMP)
     temporal: str | None = None
     moments: tuple[int, int] | None = None
+    # a TIME (kept as the text the CDC tool sent): the largest magnitude it holds, in
+    # microseconds, and with ``clock``, minutes and seconds below 60 (:func:`time_micros`)
+    time_us: int | None = None
+    clock: bool = False
 
     def admits(self, text: str) -> bool:
         """Whether the value, as its Delta domain admitted it, is inside the limit."""
+        if self.time_us is not None:
+            m = TIME_TEXT.fullmatch(text)
+            if m is not None and self.clock and (int(m[3]) > 59 or int(m[4]) > 59):
+                return False
+            us = time_micros(text)
+            return us is None or (us != _PAST and abs(us) <= self.time_us)
         if self.temporal is not None and self.moments is not None:
             at = moment(text, self.temporal)
             return at is None or self.moments[0] <= at <= self.moments[1]
@@ -351,6 +365,31 @@ class Limit:
         if self.set_members is not None and text:  # the empty set is a value
             return all(part in self.set_members for part in text.split(","))
         return True
+
+
+# A TIME as CDC tools send it: Debezium's MicroTime, a count of microseconds (staged for a
+# database as text up to TIME_COUNT_DIGITS digits, a BIGINT), or Canal's and Maxwell's
+# [-]h:mm:ss with up to six fraction digits. ASCII digits only, as Spark's (Java's) regex.
+TIME_COUNT_DIGITS = 18
+TIME_COUNT = re.compile(r"-?[0-9]+")
+TIME_TEXT = re.compile(r"(-?)([0-9]+):([0-9]{1,2}):([0-9]{1,2})(?:\.([0-9]{1,6}))?")
+_PAST: int = -1 - 10**TIME_COUNT_DIGITS  # a count too long to stage: past every TIME column
+
+
+def time_micros(text: str) -> int | None:
+    """A TIME's value in microseconds, from a count or ``[-]h:mm:ss[.ffffff]`` (a count of
+    more than TIME_COUNT_DIGITS digits, or hours of more than 12, is ``_PAST``: held by no
+    database column); None for another form (not judged)."""
+    if TIME_COUNT.fullmatch(text):
+        return _PAST if len(text.lstrip("-")) > TIME_COUNT_DIGITS else int(text)
+    m = TIME_TEXT.fullmatch(text)
+    if m is None:
+        return None
+    if len(m[2]) > 12:
+        return _PAST
+    us = ((int(m[2]) * 60 + int(m[3])) * 60 + int(m[4])) * 1_000_000
+    us += int((m[5] or "").ljust(6, "0"))
+    return -us if m[1] else us
 
 
 def _bytes(text: str, base64: bool) -> int:
@@ -384,6 +423,10 @@ _BLOB_BYTES = {f"{size}BLOB": TEXT_BYTES[f"{size}TEXT"] for size in ("TINY", "",
 # read as a year of this century (stored changed).
 _YEAR = Limit(lo=1901, hi=2155, also=(0,))
 _SMALLINT = Limit(lo=-(2**15), hi=2**15 - 1)  # PostgreSQL stores a YEAR as a SMALLINT
+# MySQL's TIME: -838:59:59.999999 .. 838:59:59.999999; PostgreSQL's INTERVAL holds any
+# count the sink stages. Both refuse 60 minutes (checked); minutes and seconds below 60.
+_MYSQL_TIME = Limit(time_us=(838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999, clock=True)
+_PG_TIME = Limit(time_us=10**TIME_COUNT_DIGITS - 1, clock=True)
 _COUNT_KIND = {"DATE": "DATE", "DATETIME": "ms", "TIMESTAMP": "TIMESTAMP"}
 _YEAR_ONE = _days(1, 1, 1) * 86_400_000_000
 _LAST_MOMENT = (_LAST_DAY + 1) * 86_400_000_000 - 1
@@ -409,6 +452,8 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
         if t.base == "TIMESTAMP":  # MySQL's TIMESTAMP: a 32-bit count of seconds, 0 refused
             return Limit(temporal=kind, moments=(1, 2**31 * 1_000_000 - 1))
         return None  # MariaDB and MySQL store years 0 .. 9999 unchanged
+    if t.base == "TIME":
+        return _MYSQL_TIME if mysql else _PG_TIME
     if not mysql:
         return _SMALLINT if t.base == "YEAR" else None
     if (t.base, t.unsigned) in _MYSQL_RANGES:

@@ -8,6 +8,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from schemas.model import Column, string_value
+from schemas.storage import value_text
 
 __all__ = ["canonical", "downstream_value", "fill_value", "literal_value"]
 
@@ -38,8 +39,11 @@ def fill_value(column: Column) -> Any:
 
 def downstream_value(column: Column, value: Any) -> Any:
     """``value`` of ``column`` as the downstream holds it: MySQL's zero date (which a
-    server stores and returns as ``0000-00-00...``) is NULL there, other values as they
-    are."""
+    server stores and returns as ``0000-00-00...``) is NULL there; a TIME is the text the
+    CDC tool sent (Debezium's count of microseconds as its digits), as the job keeps it;
+    other values as they are."""
+    if column.type.base == "TIME":
+        return value_text(value)
     zero = isinstance(value, str) and value.startswith("0000-00-00")
     return None if zero and column.type.base in ("DATE", "DATETIME", "TIMESTAMP") else value
 

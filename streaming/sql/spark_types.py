@@ -14,7 +14,14 @@ import re
 
 from schemas.debezium_enum import value_map
 from schemas.model import SPATIAL_TYPES, ColumnType, TableSchema, string_value
-from schemas.storage import TEMPORAL_COUNT, TEMPORAL_COUNTS, TEMPORAL_TEXT, ZERO_DATE, Limit
+from schemas.storage import (
+    TEMPORAL_COUNT,
+    TEMPORAL_COUNTS,
+    TEMPORAL_TEXT,
+    TIME_COUNT_DIGITS,
+    ZERO_DATE,
+    Limit,
+)
 from streaming.sql.quoting import ident, literal, string
 
 __all__ = ["debezium_member_expr", "delta_type", "limit_sql", "value_expr", "widens_in_place"]
@@ -98,6 +105,8 @@ def limit_sql(bound: Limit, value: str) -> str:
             at = f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {value})"
         first, last = (int(m) for m in bound.moments)
         terms.append(f"{at} < {first} OR {at} > {last}")
+    if bound.time_us is not None:
+        terms.append(_time_past(bound, value))
     if bound.set_members is not None:
         members = ", ".join(string(m) for m in bound.set_members) or "NULL"
         terms.append(
@@ -105,6 +114,33 @@ def limit_sql(bound: Limit, value: str) -> str:
             f"m -> array_contains(array({members}), m))"
         )
     return "coalesce(" + " OR ".join(f"({t})" for t in terms) + ", false)" if terms else "false"
+
+
+_TIME_TEXT_SQL = string(r"^-?[0-9]+:[0-9]{1,2}:[0-9]{1,2}([.][0-9]{1,6})?$")
+
+
+def _time_past(bound: Limit, value: str) -> str:
+    """A TIME's text past ``bound`` (``time_us``, ``clock``), as ``schemas.storage.
+    time_micros`` reads it: a count or ``[-]h:mm:ss[.ffffff]``; another form false."""
+    most = int(bound.time_us or 0)
+    digits = int(TIME_COUNT_DIGITS)
+
+    def part(i: int) -> str:  # the i-th number of h:mm:ss (hours at most 12 digits here)
+        return (
+            f"try_cast(regexp_extract({value}, '([0-9]+):([0-9]+):([0-9]+)', {i}) AS DECIMAL(38,0))"
+        )
+
+    fraction = f"CAST(rpad(regexp_extract({value}, '[.]([0-9]+)$', 1), 6, '0') AS DECIMAL(38,0))"
+    micros = f"((({part(1)} * 60 + {part(2)}) * 60 + {part(3)}) * 1000000 + {fraction})"
+    clock = f"{part(2)} > 59 OR {part(3)} > 59 OR " if bound.clock else ""
+    hours = f"length(regexp_extract({value}, '([0-9]+):', 1)) > 12"
+    return (
+        f"CASE WHEN {value} RLIKE '^-?[0-9]+$' THEN "
+        f"length(ltrim('-', {value})) > {digits} "
+        f"OR abs(try_cast({value} AS DECIMAL(38,0))) > {most} "
+        f"WHEN {value} RLIKE {_TIME_TEXT_SQL} THEN {clock}{hours} OR {micros} > {most} "
+        "ELSE false END"
+    )
 
 
 def value_expr(t: ColumnType, text: str) -> str:

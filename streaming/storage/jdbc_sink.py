@@ -57,6 +57,7 @@ from schemas.dialects import (
     widens,
 )
 from schemas.model import ColumnType, TableSchema
+from schemas.storage import TIME_COUNT_DIGITS
 from streaming.faults import crash_point
 from streaming.sql.quoting import ident
 from streaming.storage.sink import Match, SinkError
@@ -96,9 +97,9 @@ _TEMPORAL = {
     "TIME": "INTERVAL",
 }
 _TEMPORAL_TEXT = 32  # 0000-01-01 00:00:00.000000 and a sign
-# A count of up to 13 digits: past MySQL's 838:59:59.999999 (3,020,399,999,999), inside a
-# BIGINT; a longer one is staged as it is, and the database refuses it by name.
-_TIME_COUNT = r"^-?[0-9]{1,13}$"
+# A count a BIGINT holds (a longer one is no TIME any column holds: a dead letter,
+# schemas.storage.limit).
+_TIME_COUNT = f"^-?[0-9]{{1,{TIME_COUNT_DIGITS}}}$"
 _US = {"h": 3_600_000_000, "m": 60_000_000, "s": 1_000_000}
 
 

@@ -197,7 +197,21 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
     from schemas.storage import limit
     from tests.unit.test_storage import LIMIT_CASES
 
+    def micros(text: str) -> int:  # a TIME's value: a count, or [-]h:mm:ss[.f]
+        if text.lstrip("-").isdigit():
+            return int(text)
+        sign, rest = (-1, text[1:]) if text.startswith("-") else (1, text)
+        h, m, sec = rest.split(":")
+        whole, _, frac = sec.partition(".")
+        return sign * ((int(h) * 3600 + int(m) * 60 + int(whole)) * 10**6 + int(frac.ljust(6, "0")))
+
     def literal(t: ColumnType, text: str, dialect: str) -> str:  # the converted value
+        if t.base == "TIME" and text.lstrip("-").isdigit() and len(text.lstrip("-")) <= 18:
+            # a count, staged as [-]h:mm:ss.ffffff (streaming.storage.jdbc_sink)
+            us = abs(int(text))
+            sign = "-" if text.startswith("-") else ""
+            clock = f"{us // 3600_000000}:{us // 60_000000 % 60:02d}:{us // 10**6 % 60:02d}"
+            return f"'{sign}{clock}.{us % 10**6:06d}'"
         if t.base in INTEGERS:
             return text.split(".")[0]
         if t.base in BYTES:  # the bytes the base64 text holds, as the sink binds them
@@ -206,6 +220,8 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
         return "'" + text.replace("'", "''") + "'"
 
     def back(t: ColumnType, text: str, dialect: str) -> str:  # the value as read back
+        if t.base == "TIME":  # as the sink reads it: its count of microseconds
+            return str(micros(text))
         if t.base in BYTES:
             return base64.b64decode(text).hex()
         return same(t, literal(t, text, dialect).strip("'"))
@@ -214,6 +230,10 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
         return ",".join(sorted(set(value.split(",")) - {""})) if t.base == "SET" else value
 
     def read(t: ColumnType, i: int, dialect: str) -> str:  # the column's select expression
+        if t.base == "TIME":  # its count of microseconds, as JdbcSink.read gives it
+            if dialect == "mariadb":
+                return f"CAST(CAST(TIME_TO_SEC(c{i}) * 1000000 AS SIGNED) AS CHAR)"
+            return f"CAST(CAST(EXTRACT(EPOCH FROM c{i}) * 1000000 AS BIGINT) AS TEXT)"
         if t.base in BYTES:
             return f"lower(hex(c{i}))" if dialect == "mariadb" else f"encode(c{i}, 'hex')"
         if t.base in TEMPORAL:  # as text (the sessions' zone is UTC)

@@ -238,6 +238,23 @@ LIMIT_CASES = [
     ("TIMESTAMP", "1969-12-31 23:59:59", False, True),
     ("TIMESTAMP", "2038-01-19 03:14:07", True, True),
     ("TIMESTAMP", "2038-01-19 03:14:08", False, True),
+    # TIME, a count of microseconds (Debezium) or [-]h:mm:ss[.ffffff] (Canal, Maxwell):
+    # MySQL's -838:59:59.999999 .. 838:59:59.999999; PostgreSQL's INTERVAL any count a
+    # BIGINT holds; both minutes (and seconds) below 60
+    ("TIME(6)", "36000500000", True, True),
+    ("TIME(6)", "3020399999999", True, True),
+    ("TIME(6)", "3020400000000", False, True),
+    ("TIME(6)", "-3020399999999", True, True),
+    ("TIME(6)", "-3020400000000", False, True),
+    ("TIME(6)", "-1", True, True),
+    ("TIME(6)", "999999999999999999", False, True),
+    ("TIME(6)", "1000000000000000000", False, False),  # 19 digits: no TIME of any column
+    ("TIME", "838:59:59", True, True),
+    ("TIME", "-838:59:59", True, True),
+    ("TIME", "839:00:00", False, True),
+    ("TIME", "10:60:00", False, False),
+    ("TIME(3)", "-0:00:01.5", True, True),
+    ("TIME", "1234567890123:00:00", False, False),  # hours past any column's
 ]
 
 
