@@ -344,7 +344,7 @@ class Limit:
             if m is not None and self.clock and (int(m[3]) > 59 or int(m[4]) > 59):
                 return False
             us = time_micros(text)
-            return us is None or (us != _PAST and abs(us) <= self.time_us)
+            return us is None or abs(us) <= self.time_us  # _PAST is past every bound
         if self.temporal is not None and self.moments is not None:
             at = moment(text, self.temporal)
             return at is None or self.moments[0] <= at <= self.moments[1]

@@ -18,7 +18,9 @@ from schemas.storage import (
     TEMPORAL_COUNT,
     TEMPORAL_COUNTS,
     TEMPORAL_TEXT,
+    TIME_COUNT,
     TIME_COUNT_DIGITS,
+    TIME_TEXT,
     ZERO_DATE,
     Limit,
 )
@@ -116,29 +118,32 @@ def limit_sql(bound: Limit, value: str) -> str:
     return "coalesce(" + " OR ".join(f"({t})" for t in terms) + ", false)" if terms else "false"
 
 
-_TIME_TEXT_SQL = string(r"^-?[0-9]+:[0-9]{1,2}:[0-9]{1,2}([.][0-9]{1,6})?$")
+# The forms schemas.storage reads, as Java regexes (the same text: ASCII digits, no
+# Python-only syntax); TIME_TEXT's groups: sign, hours, minutes, seconds, fraction.
+_TIME_COUNT_SQL = string(f"^{TIME_COUNT.pattern}$")
+_TIME_TEXT_SQL = string(f"^{TIME_TEXT.pattern}$")
 
 
 def _time_past(bound: Limit, value: str) -> str:
     """A TIME's text past ``bound`` (``time_us``, ``clock``), as ``schemas.storage.
-    time_micros`` reads it: a count or ``[-]h:mm:ss[.ffffff]``; another form false."""
+    Limit.admits`` judges it: a count or ``[-]h:mm:ss[.ffffff]``; another form false."""
     most = int(bound.time_us or 0)
-    digits = int(TIME_COUNT_DIGITS)
 
-    def part(i: int) -> str:  # the i-th number of h:mm:ss (hours at most 12 digits here)
-        return (
-            f"try_cast(regexp_extract({value}, '([0-9]+):([0-9]+):([0-9]+)', {i}) AS DECIMAL(38,0))"
-        )
+    def group(i: int) -> str:  # one of TIME_TEXT's groups ('' when absent)
+        return f"regexp_extract({value}, {_TIME_TEXT_SQL}, {i})"
 
-    fraction = f"CAST(rpad(regexp_extract({value}, '[.]([0-9]+)$', 1), 6, '0') AS DECIMAL(38,0))"
-    micros = f"((({part(1)} * 60 + {part(2)}) * 60 + {part(3)}) * 1000000 + {fraction})"
-    clock = f"{part(2)} > 59 OR {part(3)} > 59 OR " if bound.clock else ""
-    hours = f"length(regexp_extract({value}, '([0-9]+):', 1)) > 12"
+    def number(i: int) -> str:  # hours at most 12 digits where it is read (below)
+        return f"try_cast({group(i)} AS DECIMAL(38,0))"
+
+    fraction = f"CAST(rpad({group(5)}, 6, '0') AS DECIMAL(38,0))"
+    micros = f"((({number(2)} * 60 + {number(3)}) * 60 + {number(4)}) * 1000000 + {fraction})"
+    clock = f"{number(3)} > 59 OR {number(4)} > 59 OR " if bound.clock else ""
     return (
-        f"CASE WHEN {value} RLIKE '^-?[0-9]+$' THEN "
-        f"length(ltrim('-', {value})) > {digits} "
+        f"CASE WHEN {value} RLIKE {_TIME_COUNT_SQL} THEN "
+        f"length(ltrim('-', {value})) > {TIME_COUNT_DIGITS} "
         f"OR abs(try_cast({value} AS DECIMAL(38,0))) > {most} "
-        f"WHEN {value} RLIKE {_TIME_TEXT_SQL} THEN {clock}{hours} OR {micros} > {most} "
+        f"WHEN {value} RLIKE {_TIME_TEXT_SQL} THEN "
+        f"{clock}length({group(2)}) > 12 OR {micros} > {most} "
         "ELSE false END"
     )
 

@@ -100,7 +100,7 @@ _TEMPORAL_TEXT = 32  # 0000-01-01 00:00:00.000000 and a sign
 # A count a BIGINT holds (a longer one is no TIME any column holds: a dead letter,
 # schemas.storage.limit).
 _TIME_COUNT = f"^-?[0-9]{{1,{TIME_COUNT_DIGITS}}}$"
-_US = {"h": 3_600_000_000, "m": 60_000_000, "s": 1_000_000}
+_HOUR_US, _MINUTE_US, _SECOND_US = 3_600_000_000, 60_000_000, 1_000_000
 
 
 def _time_text(col: Any) -> Any:
@@ -113,13 +113,13 @@ def _time_text(col: Any) -> Any:
 
     text = F.concat(
         F.when(n < 0, F.lit("-")).otherwise(F.lit("")),
-        part(a, _US["h"]),
+        part(a, _HOUR_US),
         F.lit(":"),
-        F.lpad(part(a % _US["h"], _US["m"]), 2, "0"),
+        F.lpad(part(a % _HOUR_US, _MINUTE_US), 2, "0"),
         F.lit(":"),
-        F.lpad(part(a % _US["m"], _US["s"]), 2, "0"),
+        F.lpad(part(a % _MINUTE_US, _SECOND_US), 2, "0"),
         F.lit("."),
-        F.lpad((a % _US["s"]).cast("string"), 6, "0"),
+        F.lpad((a % _SECOND_US).cast("string"), 6, "0"),
     )
     return F.when(col.rlike(_TIME_COUNT), text).otherwise(col)
 
