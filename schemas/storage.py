@@ -336,6 +336,10 @@ class Limit:
     # microseconds, and with ``clock``, minutes and seconds below 60 (:func:`time_micros`)
     time_us: int | None = None
     clock: bool = False
+    # with ``nul``, a NUL character (PostgreSQL's text types hold none); with ``json`` too,
+    # the JSON escape ``\u0000`` (its jsonb refuses it, as its text would hold a NUL)
+    nul: bool = False
+    json: bool = False
 
     def admits(self, text: str) -> bool:
         """Whether the value, as its Delta domain admitted it, is inside the limit."""
@@ -362,9 +366,19 @@ class Limit:
             return False
         if self.members is not None and text not in self.members:
             return False
+        if self.nul and ("\x00" in text or (self.json and JSON_NUL.search(text))):
+            return False
         if self.set_members is not None and text:  # the empty set is a value
             return all(part in self.set_members for part in text.split(","))
         return True
+
+
+# The escape \u0000 in a JSON text: a backslash not itself escaped (after an even number
+# of backslashes), then u0000. The same text is a Java regex (Spark's RLIKE).
+JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+# PostgreSQL's text types, and its JSONB (a MySQL JSON column downstream)
+_PG_TEXT = Limit(nul=True)
+_PG_JSON = Limit(nul=True, json=True)
 
 
 # A TIME as CDC tools send it: Debezium's MicroTime, a count of microseconds (staged for a
@@ -444,7 +458,7 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
     cs = (t.charset or charset or DEFAULT_CHARSET).lower() if mysql else DEFAULT_CHARSET
     bmp = cs in ("utf8", "utf8mb3")  # three bytes at most: no character past U+FFFF
     if t.base in ("CHAR", "VARCHAR"):
-        return Limit(chars=t.length or 1, bmp=bmp)
+        return Limit(chars=t.length or 1, bmp=bmp, nul=not mysql)
     if t.base in ("DATE", "DATETIME", "TIMESTAMP"):
         kind = _COUNT_KIND[t.base] if t.base != "DATETIME" or (t.length or 0) <= 3 else "us"
         if not mysql:  # PostgreSQL has no year 0 (its 1 BC): from 0001-01-01 on
@@ -455,7 +469,11 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
     if t.base == "TIME":
         return _MYSQL_TIME if mysql else _PG_TIME
     if not mysql:
-        return _SMALLINT if t.base == "YEAR" else None
+        if t.base == "YEAR":
+            return _SMALLINT
+        if t.base in TEXT_BYTES or t.base in ("ENUM", "SET"):  # each a TEXT there
+            return _PG_TEXT
+        return _PG_JSON if t.base == "JSON" else None
     if (t.base, t.unsigned) in _MYSQL_RANGES:
         lo, hi = _MYSQL_RANGES[(t.base, t.unsigned)]
         return Limit(lo=lo, hi=hi)

@@ -15,6 +15,7 @@ import re
 from schemas.debezium_enum import value_map
 from schemas.model import SPATIAL_TYPES, ColumnType, TableSchema, string_value
 from schemas.storage import (
+    JSON_NUL,
     TEMPORAL_COUNT,
     TEMPORAL_COUNTS,
     TEMPORAL_TEXT,
@@ -109,6 +110,10 @@ def limit_sql(bound: Limit, value: str) -> str:
         terms.append(f"{at} < {first} OR {at} > {last}")
     if bound.time_us is not None:
         terms.append(_time_past(bound, value))
+    if bound.nul:  # a NUL character, and in a JSON text its escape
+        terms.append(f"instr({value}, chr(0)) > 0")
+        if bound.json:
+            terms.append(f"{value} RLIKE {string(JSON_NUL.pattern)}")
     if bound.set_members is not None:
         members = ", ".join(string(m) for m in bound.set_members) or "NULL"
         terms.append(

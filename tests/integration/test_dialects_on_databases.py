@@ -217,6 +217,11 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
         if t.base in BYTES:  # the bytes the base64 text holds, as the sink binds them
             hexed = base64.b64decode(text).hex()
             return f"X'{hexed}'" if dialect == "mariadb" else f"decode('{hexed}', 'hex')"
+        if dialect == "mariadb":  # backslash escapes: on in the session's sql_mode
+            return "'" + text.replace("\\", "\\\\").replace("\x00", "\\0").replace("'", "''") + "'"
+        if "\x00" in text:  # an escape string: psql's command line holds no NUL
+            escaped = text.replace("\\", "\\\\").replace("'", "''").replace("\x00", "\\000")
+            return "E'" + escaped + "'"
         return "'" + text.replace("'", "''") + "'"
 
     def back(t: ColumnType, text: str, dialect: str) -> str:  # the value as read back
@@ -224,7 +229,7 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
             return str(micros(text))
         if t.base in BYTES:
             return base64.b64decode(text).hex()
-        return same(t, literal(t, text, dialect).strip("'"))
+        return text.split(".")[0] if t.base in INTEGERS else same(t, text)
 
     def same(t: ColumnType, value: str) -> str:  # a SET is a set: its order is the column's
         return ",".join(sorted(set(value.split(",")) - {""})) if t.base == "SET" else value

@@ -255,6 +255,15 @@ LIMIT_CASES = [
     ("TIME", "10:60:00", False, False),
     ("TIME(3)", "-0:00:01.5", True, True),
     ("TIME", "1234567890123:00:00", False, False),  # hours past any column's
+    # NUL: MySQL's strings hold it, PostgreSQL's text types do not (nor its jsonb the
+    # escape \u0000, unless its backslash is itself escaped)
+    ("VARCHAR(5)", "a\x00b", True, False),
+    ("CHAR(3)", "\x00", True, False),
+    ("TEXT", "a\x00", True, False),
+    ("JSON", '{"a": "\\u0000"}', True, False),
+    ("JSON", '["\\\\\\u0000", 1]', True, False),  # \\ then \u0000
+    ("JSON", '{"\\\\u0000": "\\u0001"}', True, True),  # \\ then u0000; \u0001
+    ("JSON", '{"a": "b"}', True, True),
 ]
 
 
