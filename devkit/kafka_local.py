@@ -226,6 +226,8 @@ def _launch(
             [
                 java,
                 _HEAP,
+                # one broker of a small heap: the serial collector spends the least CPU
+                "-XX:+UseSerialGC",
                 "-XX:+ExitOnOutOfMemoryError",
                 "-Djava.awt.headless=true",
                 f"-Dlog4j2.configurationFile={sdir / 'log4j2.properties'}",

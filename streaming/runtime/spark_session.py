@@ -169,8 +169,11 @@ def build_spark(
         # included, where the job plans and runs each micro-batch (Catalyst and Janino
         # recurse over deep plans; 1 MB, Java's default, overflowed once in the suite).
         # A StackOverflowError there ends the query. Reserved, not committed, memory.
+        # The parallel collector: a local driver's batches want throughput, and G1's
+        # concurrent work cost more CPU than it saves in pauses (18 scenario files on 2
+        # cores: 208-225 CPU-seconds with G1, 174 with this one; docs/benchmarks.md).
         "spark.driver.extraJavaOptions": (
-            f"-Duser.timezone=UTC -Xss16m -Dlog4j2.configurationFile={log4j2}"
+            f"-Duser.timezone=UTC -Xss16m -XX:+UseParallelGC -Dlog4j2.configurationFile={log4j2}"
         ),
         # Every live broadcast hash relation (a join's small side, keyed by anything but
         # one integer) holds at least one page on the driver, and the page size Spark

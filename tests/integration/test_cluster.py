@@ -96,8 +96,10 @@ def test_the_readme_command_on_a_standalone_cluster(kafka, s3, bucket, spark, tm
     # submitter adds settings: a spark-defaults.conf (streaming.runtime.session_conf).
     conf_dir = tmp_path / "spark-conf"
     conf_dir.mkdir()
+    # The executor's collector as the local driver's (streaming.runtime.spark_session).
+    defaults = {**env_conf(), "spark.executor.extraJavaOptions": "-XX:+UseParallelGC"}
     (conf_dir / "spark-defaults.conf").write_text(
-        "".join(f"{k} {v}\n" for k, v in env_conf().items())
+        "".join(f"{k} {v}\n" for k, v in defaults.items())
     )
     with spark_cluster.running("pytest", tmp_path / "cluster", memory="1g") as cluster:
         env = dict(
