@@ -21,6 +21,7 @@ from schemas.model import (
     TIME_TYPES,
     ColumnType,
     sql_string,
+    string_value,
 )
 
 __all__ = [
@@ -241,6 +242,18 @@ def literal_for(text: str | None, ctype: ColumnType) -> str | None:
     if text is None:
         return None
     quoted = text.startswith("'") and text.endswith("'") and len(text) >= 2
+    if ctype.base == "YEAR":
+        year = _year(text[1:-1] if quoted else text, quoted)
+        if year is not None:
+            return year
+    if ctype.base == "TIME":
+        clock = _time(string_value(text) if quoted else text)
+        if clock is not None:
+            return sql_string(clock)
+    if ctype.base == "SET" and quoted:
+        members = _set(string_value(text), ctype.members)
+        if members is not None:
+            return sql_string(members)
     if ctype.base in ("DATE", "DATETIME", "TIMESTAMP"):
         written = _temporal(text[1:-1] if quoted else text, ctype)
         if written is not None:
@@ -318,6 +331,58 @@ def _temporal(value: str, ctype: ColumnType) -> str | None:
     if len(fraction) > digits:
         return None  # the server rounds it: left as written
     return f"{moment}.{fraction.ljust(digits, '0')}" if digits else moment
+
+
+def _year(value: str, quoted: bool) -> str | None:
+    """A YEAR of one or two digits as the server reads it: 1-69 is 2001-2069 and 70-99
+    is 1970-1999; 0 is the year 0 (0000) as a number and 2000 as a string ('0', '00').
+    None for any other value: it stays as written."""
+    if not re.fullmatch(r"[0-9]{1,2}", value):
+        return None
+    n = int(value)
+    if n == 0 and not quoted:
+        return "0"
+    return str(2000 + n if n < 70 else 1900 + n)
+
+
+# MySQL's TIME literals that are not already h:mm:ss: [-]D hh:mm[:ss[.f]] and hh:mm (a
+# day is 24 hours; hh:mm has no seconds), and digits alone, [-][h...]hmmss[.f] (the last
+# two digits seconds, the two before them minutes): "Date and Time Literals".
+_TIME_DAYS = re.compile(r"(-?)(?:([0-9]+) +)?([0-9]+):([0-9]{1,2})(?::([0-9]{1,2})(\.[0-9]*)?)?")
+_TIME_DIGITS = re.compile(r"(-?)([0-9]+)(\.[0-9]*)?")
+
+
+def _time(value: str) -> str | None:
+    """A TIME default in a form other than ``[-]h:mm:ss[.f]`` as the server stores and
+    prints it (``101010`` and ``'10:10:10'`` are ``10:10:10``, ``'1 02:00'``
+    ``26:00:00``); its fraction as written. None for ``[-]h:mm:ss[.f]`` itself, for a
+    value past MySQL's 838:59:59 and for any other form: it stays as written."""
+    m = _TIME_DAYS.fullmatch(value)
+    if m is not None:
+        sign, days, h, mi, sec, fraction = m.groups()
+        if days is None and sec is not None:
+            return None  # h:mm:ss already
+        hours, minutes, seconds = int(h) + 24 * int(days or 0), int(mi), int(sec or 0)
+    else:
+        m = _TIME_DIGITS.fullmatch(value)
+        if m is None:
+            return None
+        sign, digits, fraction = m.groups()
+        n = int(digits)
+        hours, minutes, seconds = n // 10_000, n // 100 % 100, n % 100
+    if minutes > 59 or seconds > 59 or hours > 838:
+        return None
+    return f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}{fraction or ''}"
+
+
+def _set(value: str, members: tuple[str, ...]) -> str | None:
+    """A SET default as the server stores it: its members in the column's order, each
+    once (``'b,a'`` is ``'a,b'``). None when a part is not a member as written (the
+    server compares by the column's collation): it stays as written."""
+    parts = value.split(",") if value else []
+    if any(p not in members for p in parts):
+        return None
+    return ",".join(m for m in members if m in parts)
 
 
 def _is_number(text: str) -> bool:

@@ -429,6 +429,41 @@ def test_two_digit_year_defaults_read_as_the_server_reads_them() -> None:
     ]
 
 
+def test_year_time_and_set_defaults_read_as_the_server_stores_them() -> None:
+    """A YEAR of one or two digits is 2001-2069 / 1970-1999 (a string '0' 2000, a number
+    0 the year 0); a TIME given as digits (``[h...]hmmss``), as ``hh:mm`` or with days is
+    ``hh:mm:ss`` (the digits would otherwise read as Debezium's count of microseconds);
+    a SET's members in the column's order, once. MySQL's "The YEAR Type", "Date and Time
+    Literals", "The SET Type". Anything else stays as written."""
+    schema = parse_create_table(
+        "CREATE TABLE t (a YEAR DEFAULT 24, b YEAR DEFAULT '99', c YEAR DEFAULT '0',"
+        " d YEAR DEFAULT 0, e YEAR DEFAULT 2155, f YEAR DEFAULT '123',"
+        " g TIME DEFAULT 101010, h TIME(2) DEFAULT -1010.5, i TIME DEFAULT '10:10',"
+        " j TIME DEFAULT '1 02:03:04', k TIME DEFAULT '7:00:00', l TIME DEFAULT 1060,"
+        " m TIME DEFAULT '-838:59:59', n TIME DEFAULT 8390000,"
+        " o SET('a','b''c','d') DEFAULT 'd,a,d', p SET('a','b') DEFAULT 'B', q SET('a') DEFAULT '')"
+    )
+    assert [c.default for c in schema.columns] == [
+        "2024",
+        "1999",
+        "2000",
+        "0",
+        "2155",
+        "123",  # three digits: as written (MySQL refuses it)
+        "'10:10:10'",
+        "'-00:10:10.5'",
+        "'10:10:00'",
+        "'26:03:04'",
+        "'7:00:00'",  # h:mm:ss already
+        "'1060'",  # 60 seconds: as written
+        "'-838:59:59'",
+        "'8390000'",  # past 838 hours: as written
+        "'a,d'",
+        "'B'",  # not a member as written: as written
+        "''",
+    ]
+
+
 @pytest.mark.parametrize(
     ("sql", "want"),
     [
