@@ -255,7 +255,7 @@ def literal_for(text: str | None, ctype: ColumnType) -> str | None:
         if members is not None:
             return sql_string(members)
     if ctype.base in ("DATE", "DATETIME", "TIMESTAMP"):
-        written = _temporal(text[1:-1] if quoted else text, ctype)
+        written = _temporal(text[1:-1] if quoted else _padded(text), ctype)
         if written is not None:
             return sql_string(written)
     if ctype.base in NUMERIC_TYPES and ctype.base != "BIT" and quoted:
@@ -331,6 +331,32 @@ def _temporal(value: str, ctype: ColumnType) -> str | None:
     if len(fraction) > digits:
         return None  # the server rounds it: left as written
     return f"{moment}.{fraction.ljust(digits, '0')}" if digits else moment
+
+
+# The ranges of a number MySQL reads as a day, or a day and time (number_to_datetime in
+# its sql-common/my_time.c): each padded with zeros to the digits of its form (YYMMDD,
+# YYYYMMDD, YYMMDDhhmmss, YYYYMMDDhhmmss); a number between them is no date.
+_NUMBER_FORMS = (
+    (101, 691231, 6),
+    (700101, 991231, 6),
+    (10000101, 99999999, 8),
+    (101000000, 691231235959, 12),
+    (700101000000, 991231235959, 12),
+    (10000101000000, 99991231235959, 14),
+)
+
+
+def _padded(text: str) -> str:
+    """A number given as a temporal default, with the leading zeros of the form MySQL
+    reads it in (``10105`` is ``010105``, 2001-01-05); anything else as it is."""
+    digits, dot, fraction = text.partition(".")
+    if not digits.isdigit() or not digits.isascii() or (dot and not fraction.isdigit()):
+        return text
+    n = int(digits)
+    for lo, hi, width in _NUMBER_FORMS:
+        if lo <= n <= hi:
+            return f"{n:0{width}d}{dot}{fraction}"
+    return text
 
 
 def _year(value: str, quoted: bool) -> str | None:

@@ -429,6 +429,26 @@ def test_two_digit_year_defaults_read_as_the_server_reads_them() -> None:
     ]
 
 
+def test_temporal_default_numbers_read_with_the_zeros_mysql_pads_them_with() -> None:
+    """A number as a DATE or DATETIME default is read in the first form whose range holds
+    it (YYMMDD, YYYYMMDD, YYMMDDhhmmss, YYYYMMDDhhmmss; MySQL's number_to_datetime), with
+    leading zeros: 10105 is 2001-01-05. A number between the ranges (seven digits, say)
+    is no date, and a string keeps the string rules: both as written."""
+    schema = parse_create_table(
+        "CREATE TABLE t (a DATE DEFAULT 10105, b DATETIME DEFAULT 10105103000,"
+        " c DATE DEFAULT 1231231, d DATE DEFAULT '10105', e DATETIME DEFAULT 101,"
+        " f DATE DEFAULT 700100)"
+    )
+    assert [c.default for c in schema.columns] == [
+        "'2001-01-05'",
+        "'2001-01-05 10:30:00'",
+        "'1231231'",
+        "'10105'",
+        "'2000-01-01 00:00:00'",
+        "'700100'",
+    ]
+
+
 def test_year_time_and_set_defaults_read_as_the_server_stores_them() -> None:
     """A YEAR of one or two digits is 2001-2069 / 1970-1999 (a string '0' 2000, a number
     0 the year 0); a TIME given as digits (``[h...]hmmss``), as ``hh:mm`` or with days is
