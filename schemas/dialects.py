@@ -28,6 +28,8 @@ Rules, as on Delta (``streaming.storage.delta_sink``):
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
@@ -55,6 +57,7 @@ __all__ = [
     "DialectConflict",
     "alter_statements",
     "changes_safely",
+    "collation",
     "column_type",
     "create_schema",
     "create_table",
@@ -67,6 +70,45 @@ Dialect = Literal["mariadb", "mysql", "postgresql"]
 DIALECTS: tuple[Dialect, ...] = ("mariadb", "mysql", "postgresql")
 # sqlglot's names of them (MariaDB speaks MySQL's DDL for everything rendered here).
 _SQLGLOT = {"mariadb": "mysql", "mysql": "mysql", "postgresql": "postgres"}
+
+
+log = logging.getLogger("shardmerge.dialects")
+
+# MySQL 8's collations of UCA 9.0.0 (``utf8mb4_0900_ai_ci``, its default, the tailored
+# ``utf8mb4_de_pb_0900_ai_ci``, ``_ks`` for kana) are unknown to MariaDB before 11.4.5,
+# which then reads them as its UCA 14.0.0 collations of NO PAD (trailing spaces count, as
+# in MySQL's 0900 ones): so does the sink, for every MariaDB. The tailorings MariaDB has
+# of the locales MySQL names (a locale without one takes the root collation, said in the
+# log: its keys compare as the root's).
+_UCA900 = re.compile(r"utf8mb4_(?:([a-z_]+?)_)?0900_(ai_ci|as_ci|as_cs|bin)(?:_ks)?", re.I)
+_MARIADB_TAILORING = {
+    "cs": "czech", "da": "danish", "de_pb": "german2", "eo": "esperanto", "es": "spanish",
+    "es_trad": "spanish2", "et": "estonian", "hr": "croatian", "hu": "hungarian",
+    "is": "icelandic", "la": "roman", "lt": "lithuanian", "lv": "latvian", "pl": "polish",
+    "ro": "romanian", "sk": "slovak", "sl": "slovenian", "sv": "swedish", "tr": "turkish",
+    "vi": "vietnamese",
+}  # fmt: skip
+
+
+def collation(name: str, dialect: Dialect) -> str:
+    """The collation ``name`` (a shard's) as the database names it: on MariaDB, MySQL 8's
+    ``utf8mb4_*0900*`` ones as their UCA 14.0.0 NO PAD counterparts
+    (``utf8mb4_uca1400_nopad_ai_ci``; ``utf8mb4_0900_bin`` is ``utf8mb4_nopad_bin``);
+    any other name as it is."""
+    m = _UCA900.fullmatch(name) if dialect == "mariadb" else None
+    if m is None:
+        return name
+    locale, strength = m.group(1), m.group(2).lower()
+    if strength == "bin":
+        return "utf8mb4_nopad_bin"
+    tailoring = _MARIADB_TAILORING.get(locale.lower()) if locale else None
+    mapped = f"utf8mb4_uca1400_{tailoring + '_' if tailoring else ''}nopad_{strength}"
+    if locale and tailoring is None:
+        log.warning(
+            "MariaDB has no %s tailoring of Unicode's collation: %s is %s downstream",
+            locale, name, mapped,
+        )  # fmt: skip
+    return mapped
 
 
 class DialectConflict(ShardMergeError):
@@ -226,7 +268,9 @@ def column_def(column: Column, dialect: Dialect, *, key: bool = False) -> exp.Co
         if column.type.collation:
             constraints.append(
                 exp.ColumnConstraint(
-                    kind=exp.CollateColumnConstraint(this=exp.var(column.type.collation))
+                    kind=exp.CollateColumnConstraint(
+                        this=exp.var(collation(column.type.collation, dialect))
+                    )
                 )
             )
     constraints.append(exp.ColumnConstraint(kind=exp.NotNullColumnConstraint(allow_null=not key)))
@@ -266,7 +310,8 @@ def create_table(
             exp.CharacterSetProperty(this=exp.var(schema.charset or DEFAULT_CHARSET), default=True)
         ]
         if schema.collation:
-            options.append(exp.CollateProperty(this=exp.var(schema.collation), default=True))
+            named = collation(schema.collation, dialect)
+            options.append(exp.CollateProperty(this=exp.var(named), default=True))
         properties = exp.Properties(expressions=options)
     create = exp.Create(
         this=exp.Schema(this=_table(db, table), expressions=body),

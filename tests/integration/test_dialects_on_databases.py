@@ -97,6 +97,39 @@ def test_mariadb_makes_the_table_it_is_told(mariadb):
     assert row[0] == "it's \\ x" and row[1] == 0 and str(row[2]) == "-1.50" and row[3] == "a"
 
 
+def test_mysql8_collations_make_a_mariadb_table_whose_keys_compare_as_mysql_8s(mariadb):
+    """MySQL 8's UCA 9.0.0 collations (its default ``utf8mb4_0900_ai_ci``, every tailoring
+    MariaDB has a counterpart of, one it has not, ``_bin``) make a MariaDB table; its key
+    compares as MySQL 8's does: without accents or case, and trailing spaces count (NO
+    PAD), so keys one shard holds apart stay apart downstream."""
+    from schemas.dialects import _MARIADB_TAILORING
+
+    locales = [*_MARIADB_TAILORING, "ja"]
+    names = [f"utf8mb4_{loc}_0900_ai_ci" for loc in locales]
+    names += ["utf8mb4_0900_as_ci", "utf8mb4_0900_as_cs", "utf8mb4_0900_bin"]
+    columns = ", ".join(f"c{i} VARCHAR(5) COLLATE {n}" for i, n in enumerate(names))
+    schema = schema_of(
+        f"CREATE TABLE m8 (k VARCHAR(10) NOT NULL, {columns}, PRIMARY KEY (k)) "
+        "DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci"
+    )
+    mariadb.execute(create_table("mariadb", DB, "m8", schema, ["k"]))
+    got = dict(
+        mariadb.execute(
+            "SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
+            f"WHERE TABLE_SCHEMA = {json.dumps(DB)} AND TABLE_NAME = 'm8'"
+        )
+    )
+    assert got["k"] == "utf8mb4_uca1400_nopad_ai_ci"
+    assert got["c1"] == "utf8mb4_uca1400_danish_nopad_ai_ci"
+    assert got[f"c{len(locales) - 1}"] == "utf8mb4_uca1400_nopad_ai_ci"  # ja: the root's
+    assert got[f"c{len(names) - 1}"] == "utf8mb4_nopad_bin"
+    table = f"{_q(DB)}.m8"
+    mariadb.execute(f"INSERT INTO {table} (k) VALUES ('a'), ('a ')")  # apart under NO PAD
+    with pytest.raises(pymysql.err.IntegrityError, match="Duplicate entry"):
+        mariadb.execute(f"INSERT INTO {table} (k) VALUES ('Á')")  # 'a' without accents or case
+    assert len(mariadb.execute(f"SELECT k FROM {table}")) == 2
+
+
 def test_mariadb_alters_once_keeps_rows_and_has_nothing_left(mariadb):
     mariadb.execute(create_table("mariadb", DB, "t", BEFORE, ["id"]))
     mariadb.execute(f"INSERT INTO {_q(DB)}.t VALUES (1, 7, 8, 32767)")

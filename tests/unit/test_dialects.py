@@ -13,6 +13,7 @@ from schemas.dialects import (
     DIALECTS,
     DialectConflict,
     alter_statements,
+    collation,
     column_type,
     create_table,
     postgres_type,
@@ -238,3 +239,23 @@ def test_a_column_added_then_dropped_in_one_decision_renders_nothing():
     after = schema_of("CREATE TABLE t (id INT NOT NULL, PRIMARY KEY (id))")
     specs = (AddColumn(Column("x", ColumnType("INT"))), DropColumn("x"))
     assert alter_statements("mysql", None, "t", existing(after), specs, after) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "mariadb"),
+    [
+        ("utf8mb4_0900_ai_ci", "utf8mb4_uca1400_nopad_ai_ci"),
+        ("UTF8MB4_0900_AS_CS", "utf8mb4_uca1400_nopad_as_cs"),
+        ("utf8mb4_0900_as_ci", "utf8mb4_uca1400_nopad_as_ci"),
+        ("utf8mb4_0900_bin", "utf8mb4_nopad_bin"),
+        ("utf8mb4_de_pb_0900_ai_ci", "utf8mb4_uca1400_german2_nopad_ai_ci"),
+        ("utf8mb4_es_trad_0900_as_cs", "utf8mb4_uca1400_spanish2_nopad_as_cs"),
+        ("utf8mb4_ja_0900_as_cs_ks", "utf8mb4_uca1400_nopad_as_cs"),  # no tailoring: the root
+        ("utf8mb4_general_ci", "utf8mb4_general_ci"),
+        ("latin1_swedish_ci", "latin1_swedish_ci"),
+        ("utf8mb4_0900_ai_ci_x", "utf8mb4_0900_ai_ci_x"),  # not one of MySQL's: as it is
+    ],
+)
+def test_mysql8_collations_are_named_as_mariadb_names_them(name: str, mariadb: str) -> None:
+    assert collation(name, "mariadb") == mariadb
+    assert collation(name, "mysql") == name
