@@ -61,6 +61,7 @@ __all__ = [
     "column_type",
     "create_schema",
     "create_table",
+    "name_fits",
     "postgres_type",
     "sqlglot_dialect",
     "widens",
@@ -116,6 +117,26 @@ class DialectConflict(ShardMergeError):
     column, what it has, what the decision wants, and what the operator can do."""
 
 
+# PostgreSQL keeps the first 63 bytes of a name (NAMEDATALEN - 1) and cuts the rest off
+# with a notice: two MySQL names alike in those bytes would be one column there, and the
+# table's columns, read back, would not be the shards'. MySQL's 64 characters of UTF-8
+# fit MariaDB's and MySQL's own limits.
+PG_NAME_BYTES = 63
+
+
+def name_fits(name: str, dialect: Dialect, what: str) -> None:
+    """Raises :class:`DialectConflict` when ``dialect`` cannot keep the name ``name`` (of
+    a ``what``: a column, a table, a schema) as it is."""
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if _sg(dialect) == "postgres" and size > PG_NAME_BYTES:
+        raise DialectConflict(
+            f"{what} {name!r} is {size} bytes long in UTF-8; PostgreSQL keeps {PG_NAME_BYTES} "
+            "bytes of a name and cuts the rest off (two names alike in those bytes would "
+            "be one column): rename it upstream (or in the routes, for a table), or write "
+            "this target to MariaDB, MySQL or Delta"
+        )
+
+
 def mysql_family(dialect: str | None) -> bool:
     """Whether ``dialect`` is MariaDB or MySQL (their tables keep the shards' types)."""
     return _SQLGLOT.get(dialect or "") == "mysql"
@@ -139,6 +160,7 @@ def create_schema(dialect: Dialect, name: str) -> str:
     """``CREATE DATABASE IF NOT EXISTS`` (MariaDB, MySQL) or ``CREATE SCHEMA IF NOT
     EXISTS`` (PostgreSQL): where a target's ``db`` lives."""
     kind = "SCHEMA" if _sg(dialect) == "postgres" else "DATABASE"
+    name_fits(name, dialect, "schema")
     return exp.Create(this=exp.Table(this=_ident(name)), kind=kind, exists=True).sql(_sg(dialect))
 
 
@@ -296,6 +318,9 @@ def create_table(
     """``CREATE TABLE IF NOT EXISTS`` of a target: the schema's columns, then ``extra``
     (the shard columns the routes add), and ``key`` as its primary key (the routes' key:
     the schema's own key, shard columns joined)."""
+    name_fits(table, dialect, "table")
+    for c in (*schema.columns, *extra):
+        name_fits(c.name, dialect, f"column of {table!r}")
     keys = {name_key(k) for k in key}
     missing = keys - {c.key for c in (*schema.columns, *extra)}
     if missing:
@@ -442,6 +467,7 @@ def alter_statements(
             and name_key(old) in have
             and name_key(new) not in have
         ):
+            name_fits(new, dialect, f"column of {table!r}")
             action = exp.RenameColumn(this=_ident(old), to=_ident(new))
             out.append(_alter(dialect, db, table, action))
             have[name_key(new)] = have.pop(name_key(old))
@@ -455,6 +481,7 @@ def alter_statements(
     for column in schema.columns:
         current = have.get(column.key)
         if current is None:
+            name_fits(column.name, dialect, f"column of {table!r}")
             out.append(_alter(dialect, db, table, column_def(column, dialect, key=False)))
             continue
         if _type_text(current, dialect) == _type_text(column.type, dialect):

@@ -130,6 +130,21 @@ def test_mysql8_collations_make_a_mariadb_table_whose_keys_compare_as_mysql_8s(m
     assert len(mariadb.execute(f"SELECT k FROM {table}")) == 2
 
 
+def test_postgresql_keeps_the_names_the_dialect_lets_through_and_cuts_longer_ones(postgres):
+    """The limit :func:`schemas.dialects.name_fits` holds PostgreSQL to: a name of 63 bytes
+    (21 three-byte characters) is kept whole; one of 64 is cut, silently but for a
+    notice, which is why the dialect refuses it."""
+    from schemas.dialects import PG_NAME_BYTES
+
+    kept, cut = "列" * (PG_NAME_BYTES // 3), "c" * (PG_NAME_BYTES + 1)
+    schema = schema_of(f"CREATE TABLE n (id INT NOT NULL, {kept} INT, PRIMARY KEY (id))")
+    postgres.execute(create_table("postgresql", DB, "names", schema, ["id"]))
+    assert list(_pg_columns(postgres, "names")) == ["id", kept]
+    pg_schema = '"' + DB.replace('"', '""') + '"'
+    postgres.execute(f'ALTER TABLE {pg_schema}."names" ADD COLUMN "{cut}" INT')
+    assert list(_pg_columns(postgres, "names"))[-1] == cut[:PG_NAME_BYTES]
+
+
 def test_mariadb_alters_once_keeps_rows_and_has_nothing_left(mariadb):
     mariadb.execute(create_table("mariadb", DB, "t", BEFORE, ["id"]))
     mariadb.execute(f"INSERT INTO {_q(DB)}.t VALUES (1, 7, 8, 32767)")

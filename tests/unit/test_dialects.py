@@ -259,3 +259,27 @@ def test_a_column_added_then_dropped_in_one_decision_renders_nothing():
 def test_mysql8_collations_are_named_as_mariadb_names_them(name: str, mariadb: str) -> None:
     assert collation(name, "mariadb") == mariadb
     assert collation(name, "mysql") == name
+
+
+def test_a_name_postgresql_would_cut_is_a_conflict_that_names_it() -> None:
+    """PostgreSQL keeps 63 bytes of a name (MySQL's limit is 64 characters): a longer one
+    is refused by name, at CREATE and at ALTER, never cut silently."""
+    fits, long = "c" * 63, "c" * 64
+    wide_fits, wide_long = "列" * 21, "列" * 22  # 63 and 66 bytes in UTF-8
+    schema = TableSchema(
+        (Column("id", ColumnType("INT")), Column(fits, ColumnType("INT")),
+         Column(wide_fits, ColumnType("INT"))),
+        ("id",),
+    )  # fmt: skip
+    create_table("postgresql", "db", "t", schema, ["id"])
+    for name in (long, wide_long):
+        bad = TableSchema(
+            (Column("id", ColumnType("INT")), Column(name, ColumnType("INT"))), ("id",)
+        )
+        with pytest.raises(DialectConflict, match=r"column of 't' '[^']+' is (64|66) bytes"):
+            create_table("postgresql", "db", "t", bad, ["id"])
+        create_table("mariadb", "db", "t", bad, ["id"])  # MySQL's own limit: kept
+        with pytest.raises(DialectConflict, match="PostgreSQL keeps 63 bytes"):
+            alter_statements("postgresql", "db", "t", {"id": ColumnType("INT")}, (), bad)
+    with pytest.raises(DialectConflict, match="table"):
+        create_table("postgresql", "db", "t" * 64, schema, ["id"])
