@@ -97,7 +97,7 @@ def test_mariadb_makes_the_table_it_is_told(mariadb):
     assert row[0] == "it's \\ x" and row[1] == 0 and str(row[2]) == "-1.50" and row[3] == "a"
 
 
-def test_mysql8_collations_make_a_mariadb_table_whose_keys_compare_as_mysql_8s(mariadb):
+def test_mysql8_collations_and_mariadb_own_types_make_a_mariadb_table(mariadb):
     """MySQL 8's UCA 9.0.0 collations (its default ``utf8mb4_0900_ai_ci``, every tailoring
     MariaDB has a counterpart of, one it has not, ``_bin``) make a MariaDB table; its key
     compares as MySQL 8's does: without accents or case, and trailing spaces count (NO
@@ -123,6 +123,13 @@ def test_mysql8_collations_make_a_mariadb_table_whose_keys_compare_as_mysql_8s(m
     assert got["c1"] == "utf8mb4_uca1400_danish_nopad_ai_ci"
     assert got[f"c{len(locales) - 1}"] == "utf8mb4_uca1400_nopad_ai_ci"  # ja: the root's
     assert got[f"c{len(names) - 1}"] == "utf8mb4_nopad_bin"
+    # MariaDB's own address types (a MariaDB shard's), kept, take the text the job keeps
+    inet = schema_of("CREATE TABLE a (id INT NOT NULL, i6 INET6, i4 INET4, PRIMARY KEY (id))")
+    mariadb.execute(create_table("mariadb", DB, "addresses", inet, ["id"]))
+    mariadb.execute(f"INSERT INTO {_q(DB)}.addresses VALUES (1, '::ffff:1.2.3.4', '10.0.0.1')")
+    assert mariadb.execute(
+        f"SELECT CAST(i6 AS CHAR), CAST(i4 AS CHAR) FROM {_q(DB)}.addresses"
+    ) == [("::ffff:1.2.3.4", "10.0.0.1")]
     table = f"{_q(DB)}.m8"
     mariadb.execute(f"INSERT INTO {table} (k) VALUES ('a'), ('a ')")  # apart under NO PAD
     with pytest.raises(pymysql.err.IntegrityError, match="Duplicate entry"):

@@ -283,3 +283,23 @@ def test_a_name_postgresql_would_cut_is_a_conflict_that_names_it() -> None:
             alter_statements("postgresql", "db", "t", {"id": ColumnType("INT")}, (), bad)
     with pytest.raises(DialectConflict, match="table"):
         create_table("postgresql", "db", "t" * 64, schema, ["id"])
+
+
+def test_types_a_database_table_cannot_take_are_conflicts_that_name_them() -> None:
+    """A spatial column (the job keeps its WKB without the SRID a database's geometry
+    needs: MariaDB refuses the bytes) is refused on every database, at CREATE and ALTER;
+    MariaDB's own INET4 and INET6 (from a MariaDB shard) are kept on MariaDB and refused
+    on MySQL, which has no such type."""
+    for spatial in ("POINT", "GEOMETRY", "MULTIPOLYGON"):
+        schema = TableSchema(
+            (Column("id", ColumnType("INT")), Column("g", ColumnType(spatial))), ("id",)
+        )
+        for dialect in DIALECTS:
+            with pytest.raises(DialectConflict, match=spatial):
+                create_table(dialect, "db", "t", schema, ["id"])
+            with pytest.raises(DialectConflict, match=spatial):
+                alter_statements(dialect, "db", "t", {"id": ColumnType("INT")}, (), schema)
+    inet = ColumnType("INET6")
+    assert column_type(inet, "mariadb").sql("mysql") == "INET6"
+    with pytest.raises(DialectConflict, match="INET6 has no mysql column"):
+        column_type(inet, "mysql")
