@@ -37,6 +37,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from schemas._apply import TEXT_BYTES
 from schemas.changes import AlterSpec, ChangeColumn, DropColumn, RenameColumn
 from schemas.model import (
     BLOB_TYPES,
@@ -372,10 +373,30 @@ def widens(current: ColumnType, wanted: ColumnType, dialect: Dialect) -> bool:
         # MariaDB convert ENUM and SET by value; PostgreSQL's TEXT holds any), so every
         # member kept is every value kept, whatever was added or reordered.
         return set(current.members) <= set(wanted.members)
+    if current.base in ("ENUM", "SET") and wanted.base in ("CHAR", "VARCHAR", *TEXT_BYTES):
+        # MariaDB and MySQL convert a member to its text: kept whole when the longest
+        # value the column can hold fits (a SET's: every member, with their commas)
+        return _longest(current, wanted.base) <= _room(wanted)
     have, want = column_type(current, dialect), column_type(wanted, dialect)
     if have == want:
         return True
     return _holds(have, want)
+
+
+def _longest(t: ColumnType, into: str) -> int:
+    """The longest value of an ENUM or SET column ``t``, in characters, or in UTF-8 bytes
+    (an upper bound of any charset's) when ``into`` a TEXT kind."""
+
+    def size(text: str) -> int:
+        return len(text.encode("utf-8")) if into in TEXT_BYTES else len(text)
+
+    sizes = [size(m) for m in t.members] or [0]
+    return sum(sizes) + len(sizes) - 1 if t.base == "SET" else max(sizes)
+
+
+def _room(t: ColumnType) -> int:
+    """What a CHAR(n) or VARCHAR(n) holds in characters, a TEXT kind in bytes."""
+    return TEXT_BYTES.get(t.base, t.length or 1)
 
 
 _INT_RANK = {

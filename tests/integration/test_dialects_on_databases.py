@@ -137,6 +137,25 @@ def test_mysql8_collations_and_mariadb_own_types_make_a_mariadb_table(mariadb):
     assert len(mariadb.execute(f"SELECT k FROM {table}")) == 2
 
 
+def test_mariadb_turns_an_enum_into_the_varchar_of_its_members(mariadb):
+    """gh-ost's ``change e e varchar(32)`` of an ENUM: the dialect lets it through (the
+    longest member fits) and MariaDB keeps each row's member as its text."""
+    (before,) = parse_ddl(
+        "CREATE TABLE e (id INT NOT NULL, e ENUM('red','green','orange'), PRIMARY KEY (id))"
+    )
+    (change,) = parse_ddl("ALTER TABLE e CHANGE e e VARCHAR(32) NOT NULL DEFAULT ''")
+    after = schema_of("CREATE TABLE e (id INT NOT NULL, e VARCHAR(32) NOT NULL DEFAULT '', "
+                      "PRIMARY KEY (id))")  # fmt: skip
+    mariadb.execute(create_table("mariadb", DB, "enums", before.schema, ["id"]))
+    mariadb.execute(f"INSERT INTO {_q(DB)}.enums VALUES (1, 'orange'), (2, 'red')")
+    existing = {c.key: c.type for c in before.schema.columns}
+    for sql in alter_statements("mariadb", DB, "enums", existing, change.specs, after):
+        mariadb.execute(sql)
+    rows = mariadb.execute(f"SELECT id, e FROM {_q(DB)}.enums ORDER BY id")
+    assert rows == [(1, "orange"), (2, "red")]
+    assert _mariadb_columns(mariadb, "enums")["e"][0].type_sql() == "VARCHAR(32)"
+
+
 def test_postgresql_keeps_the_names_the_dialect_lets_through_and_cuts_longer_ones(postgres):
     """The limit :func:`schemas.dialects.name_fits` holds PostgreSQL to: a name of 63 bytes
     (21 three-byte characters) is kept whole; one of 64 is cut, silently but for a

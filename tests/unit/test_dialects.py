@@ -303,3 +303,27 @@ def test_types_a_database_table_cannot_take_are_conflicts_that_name_them() -> No
     assert column_type(inet, "mariadb").sql("mysql") == "INET6"
     with pytest.raises(DialectConflict, match="INET6 has no mysql column"):
         column_type(inet, "mysql")
+
+
+@pytest.mark.parametrize(
+    ("current", "wanted", "safe"),
+    [
+        ("ENUM('red','green','orange')", "VARCHAR(32)", True),  # gh-ost's own test
+        ("ENUM('red','green','orange')", "VARCHAR(6)", True),
+        ("ENUM('red','green','orange')", "VARCHAR(5)", False),  # 'orange' would not fit
+        ("ENUM('red','green','orange')", "CHAR(6)", True),
+        ("ENUM('é')", "TINYTEXT", True),
+        ("SET('a','bb')", "VARCHAR(4)", True),  # 'a,bb'
+        ("SET('a','bb')", "VARCHAR(3)", False),
+        ("ENUM('a')", "INT", False),  # a member is no number
+    ],
+)
+def test_an_enum_or_set_becomes_text_that_holds_its_longest_value(
+    current: str, wanted: str, safe: bool
+) -> None:
+    from schemas.ddl import parse_type
+    from schemas.dialects import changes_safely
+
+    have, want = parse_type(current), parse_type(wanted)
+    assert changes_safely(have, want, "mariadb") is safe
+    assert widens(have, want, "mysql") is safe
