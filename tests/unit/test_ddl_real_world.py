@@ -408,45 +408,33 @@ def test_relaxed_temporal_defaults_read_as_the_server_stores_them() -> None:
     ]
 
 
-def test_two_digit_year_defaults_read_as_the_server_reads_them() -> None:
-    """A two-digit year is 2000-2069 for 00-69 and 1970-1999 for 70-99 (MySQL's "Date
-    and Time Literals"), delimited or not; lengths other than 6, 8, 12 and 14 digits,
-    and days that do not exist, stay as written."""
-    schema = parse_create_table(
-        "CREATE TABLE t (a DATE DEFAULT '24-1-5', b DATE DEFAULT 991231, c DATE DEFAULT '700101',"
-        " d DATETIME DEFAULT '69-12-31 23:59:59', e DATETIME DEFAULT 240105103000,"
-        " f DATE DEFAULT '2401051', g DATE DEFAULT '23-02-29', h DATE DEFAULT '24-02-29')"
-    )
-    assert [c.default for c in schema.columns] == [
-        "'2024-01-05'",
-        "'1999-12-31'",
-        "'1970-01-01'",
-        "'2069-12-31 23:59:59'",
-        "'2024-01-05 10:30:00'",
-        "'2401051'",  # seven digits: as written
-        "'23-02-29'",  # no such day: as written
-        "'2024-02-29'",
-    ]
-
-
-def test_temporal_default_numbers_read_with_the_zeros_mysql_pads_them_with() -> None:
-    """A number as a DATE or DATETIME default is read in the first form whose range holds
-    it (YYMMDD, YYYYMMDD, YYMMDDhhmmss, YYYYMMDDhhmmss; MySQL's number_to_datetime), with
-    leading zeros: 10105 is 2001-01-05. A number between the ranges (seven digits, say)
-    is no date, and a string keeps the string rules: both as written."""
-    schema = parse_create_table(
-        "CREATE TABLE t (a DATE DEFAULT 10105, b DATETIME DEFAULT 10105103000,"
-        " c DATE DEFAULT 1231231, d DATE DEFAULT '10105', e DATETIME DEFAULT 101,"
-        " f DATE DEFAULT 700100)"
-    )
-    assert [c.default for c in schema.columns] == [
-        "'2001-01-05'",
-        "'2001-01-05 10:30:00'",
-        "'1231231'",
-        "'10105'",
-        "'2000-01-01 00:00:00'",
-        "'700100'",
-    ]
+@pytest.mark.parametrize(
+    ("column", "default"),
+    [
+        # A two-digit year is 2000-2069 for 00-69 and 1970-1999 for 70-99 (MySQL's "Date
+        # and Time Literals"), delimited or not; days that do not exist stay as written.
+        ("DATE DEFAULT '24-1-5'", "'2024-01-05'"),
+        ("DATE DEFAULT 991231", "'1999-12-31'"),
+        ("DATE DEFAULT '700101'", "'1970-01-01'"),
+        ("DATETIME DEFAULT '69-12-31 23:59:59'", "'2069-12-31 23:59:59'"),
+        ("DATETIME DEFAULT 240105103000", "'2024-01-05 10:30:00'"),
+        ("DATE DEFAULT '2401051'", "'2401051'"),  # a string of seven digits: as written
+        ("DATE DEFAULT '23-02-29'", "'23-02-29'"),  # no such day: as written
+        ("DATE DEFAULT '24-02-29'", "'2024-02-29'"),
+        # A number is read in the first form whose range holds it (YYMMDD, YYYYMMDD,
+        # YYMMDDhhmmss, YYYYMMDDhhmmss: MySQL's number_to_datetime), with leading zeros;
+        # a number between the ranges is no date, and a string keeps the string rules.
+        ("DATE DEFAULT 10105", "'2001-01-05'"),
+        ("DATETIME DEFAULT 10105103000", "'2001-01-05 10:30:00'"),
+        ("DATE DEFAULT 1231231", "'1231231'"),
+        ("DATE DEFAULT '10105'", "'10105'"),
+        ("DATETIME DEFAULT 101", "'2000-01-01 00:00:00'"),
+        ("DATE DEFAULT 700100", "'700100'"),
+    ],
+)
+def test_temporal_defaults_read_as_the_server_reads_them(column: str, default: str) -> None:
+    (c,) = parse_create_table(f"CREATE TABLE t (c {column})").columns
+    assert c.default == default
 
 
 def test_year_time_and_set_defaults_read_as_the_server_stores_them() -> None:
