@@ -236,6 +236,10 @@ def postgres_type(t: ColumnType) -> exp.DataType:
     return exp.DataType.build(text, dialect="postgres")
 
 
+# Types of MariaDB's own a MariaDB shard's column may have, which MySQL lacks.
+_MARIADB_ONLY = ("UUID", "INET4", "INET6")
+
+
 def column_type(t: ColumnType, dialect: Dialect) -> exp.DataType:
     """The column type a table of ``dialect`` gets for a shard's column type."""
     if _sg(dialect) == "postgres":
@@ -246,6 +250,8 @@ def column_type(t: ColumnType, dialect: Dialect) -> exp.DataType:
             "keeps a geometry as its WKB bytes, without the SRID the column's values "
             "carry): route the table to a Delta target, or drop the column upstream"
         )
+    if dialect == "mysql" and t.base in _MARIADB_ONLY:
+        raise DialectConflict(f"type {t.type_sql()} (MariaDB's) has no mysql column")
     try:
         return exp.DataType.build(t.type_sql(), dialect="mysql")
     except ParseError:

@@ -301,8 +301,11 @@ def test_types_a_database_table_cannot_take_are_conflicts_that_name_them() -> No
                 alter_statements(dialect, "db", "t", {"id": ColumnType("INT")}, (), schema)
     inet = ColumnType("INET6")
     assert column_type(inet, "mariadb").sql("mysql") == "INET6"
-    with pytest.raises(DialectConflict, match="INET6 has no mysql column"):
+    with pytest.raises(DialectConflict, match=r"INET6 \(MariaDB's\) has no mysql column"):
         column_type(inet, "mysql")
+    assert column_type(ColumnType("UUID"), "mariadb").sql("mysql") == "UUID"
+    with pytest.raises(DialectConflict, match="UUID"):
+        column_type(ColumnType("UUID"), "mysql")
 
 
 @pytest.mark.parametrize(
