@@ -55,6 +55,7 @@ from shardmerge.errors import ShardMergeError
 
 __all__ = [
     "DIALECTS",
+    "PG_NAME_BYTES",
     "Dialect",
     "DialectConflict",
     "alter_statements",
