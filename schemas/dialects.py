@@ -28,10 +28,11 @@ Rules, as on Delta (``streaming.storage.delta_sink``):
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal
+from typing import Literal, NoReturn
 
 import sqlglot
 from sqlglot import exp
@@ -94,6 +95,7 @@ _MARIADB_TAILORING = {
 }  # fmt: skip
 
 
+@functools.cache  # pure; its warning said once per collation name
 def collation(name: str, dialect: Dialect) -> str:
     """The collation ``name`` (a shard's) as the database names it: on MariaDB, MySQL 8's
     ``utf8mb4_*0900*`` ones as their UCA 14.0.0 NO PAD counterparts
@@ -227,14 +229,20 @@ def postgres_type(t: ColumnType) -> exp.DataType:
     elif base == "BOOLEAN":
         text = "SMALLINT"  # MySQL's BOOLEAN is TINYINT(1): any small integer
     elif base in SPATIAL_TYPES:
-        raise DialectConflict(
-            f"type {t.type_sql()} has no PostgreSQL column shardmerge writes (spatial "
-            "types need PostGIS): route the table to a Delta or MySQL target, or drop the "
-            "column upstream"
-        )
+        _no_spatial(t)
     else:
         raise DialectConflict(f"type {t.type_sql()} has no PostgreSQL mapping")
     return exp.DataType.build(text, dialect="postgres")
+
+
+def _no_spatial(t: ColumnType) -> NoReturn:
+    """A spatial column, on any database: refused (the module text)."""
+    raise DialectConflict(
+        f"type {t.type_sql()}: the database sink writes no spatial column yet (the job "
+        "keeps a geometry as its WKB bytes, without the SRID the column's values carry; "
+        "PostgreSQL would need PostGIS): route the table to a Delta target, or drop the "
+        "column upstream"
+    )
 
 
 # Types of MariaDB's own a MariaDB shard's column may have, which MySQL lacks.
@@ -246,11 +254,7 @@ def column_type(t: ColumnType, dialect: Dialect) -> exp.DataType:
     if _sg(dialect) == "postgres":
         return postgres_type(t)
     if t.base in SPATIAL_TYPES:
-        raise DialectConflict(
-            f"type {t.type_sql()}: the database sink writes no spatial column yet (the job "
-            "keeps a geometry as its WKB bytes, without the SRID the column's values "
-            "carry): route the table to a Delta target, or drop the column upstream"
-        )
+        _no_spatial(t)
     if dialect == "mysql" and t.base in _MARIADB_ONLY:
         raise DialectConflict(f"type {t.type_sql()} (MariaDB's) has no mysql column")
     try:
