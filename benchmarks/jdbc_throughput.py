@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -64,11 +66,13 @@ def plain_jdbc_stream(
     columns = list(schema.column_names())
 
     def batch(df: Any, batch_id: int) -> None:
+        began = time.time()
         projected = project_actions(row_events(df), schema, Extract(), project_all=True)
         sink_of(df.sparkSession).merge(
             target, merge_source(projected, schema), ["id"], columns, batch_id + 1
         )
         seen["batches"] += 1
+        print(f"  baseline batch {batch_id}: {time.time() - began:.2f}s", flush=True)
 
     started = time.time()
     query = (
@@ -89,7 +93,14 @@ def run_job(
     job = jdbc_settings(
         settings(bootstrap, "bench", home, "optimistic", args.max_offsets, target=target), sink
     )
-    return pipeline_throughput.run_job(spark, job)[0], job
+    secs, processor = pipeline_throughput.run_job(spark, job)
+    for record in processor.observer.snapshot()["history"]:
+        print(
+            f"  batch {record.batch}: "
+            + ", ".join(f"{k} {v:.2f}s" for k, v in record.steps.items()),
+            flush=True,
+        )
+    return secs, job
 
 
 def main() -> None:
@@ -99,11 +110,23 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--max-offsets", type=int, default=100_000)
     parser.add_argument("--steady", action="store_true", help="no DDL rollout")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="Spark's event log on: every Spark job of the job's second run, batch by batch",
+    )
     args = parser.parse_args()
     from devkit import downstream_local, kafka_local
     from streaming.runtime.spark_session import build_spark
 
     work = Path(tempfile.mkdtemp(prefix="shardmerge-jdbc-bench-"))
+    logs = work / "events"
+    if args.profile:
+        logs.mkdir()
+        os.environ["SHARDMERGE_SPARK_CONF"] = (
+            os.environ.get("SHARDMERGE_SPARK_CONF", "") + " spark.eventLog.enabled=true"
+            f" spark.eventLog.compress=false spark.eventLog.dir=file://{logs}"
+        )
     with contextlib.ExitStack() as stack:
         broker = stack.enter_context(kafka_local.running("bench", work / "kafka"))
         sink = stack.enter_context(downstream_local.sink_settings(args.sink, work / "db"))
@@ -147,6 +170,30 @@ def main() -> None:
         print(f"| shardmerge, JDBC sink, first / again | {rate:,.0f} / {rate2:,.0f} "
               f"(the faster: {ours / best:.2f}x the faster baseline) |")  # fmt: skip
         print(f"| DM 5.3, one DM-worker (published, 48 cores) | {DM_EVENTS_PER_S:,} |")
+        if args.profile:
+            spark.stop()
+            time.sleep(1)
+            print_profile(logs)
+
+
+def print_profile(logs: Path) -> None:
+    """Every Spark job of the job's last run, per batch, in order (start offset, seconds)."""
+    from batch_profile import jobs
+
+    runs: list[list[dict[str, Any]]] = []
+    last = None
+    for j in jobs(logs):
+        m = re.match(r"shardmerge batch (\d+)", j["description"])
+        if not m:
+            continue
+        if last is None or int(m.group(1)) < last:
+            runs.append([])
+        last = int(m.group(1))
+        runs[-1].append(j)
+    line = runs[-1] if runs else []
+    for j in line:
+        at = (j["start"] - line[0]["start"]) / 1000
+        print(f"  +{at:6.2f} s {j['seconds']:6.2f} s  {j['description']}  {j['site']}")
 
 
 if __name__ == "__main__":

@@ -149,16 +149,27 @@ class Planner:
                         if seg.moved
                         else gone.get(seg.shard)
                     ),
-                    [
-                        (okey_value(pos), {o.lower(): n.lower() for o, n in pairs})
-                        for pos, pairs in p.late_renames
-                        if pos is not None
-                    ],
+                    _renames_frame(p.late_renames),
                     okey_value(p.last_alter),
                     seg.moved,
                 )
             )  # fmt: skip
         return local_frame(spark, rows, _PLAN_SCHEMA)
+
+
+def _renames_frame(late: tuple[Any, ...]) -> list[Any]:
+    """A plan's late renames as the ``_renames`` column (``streaming.batch.rows.renamed_keys``):
+    in order, then a rename of nothing at the latest of their positions, so that a row at
+    or after it (most rows) is seen to go through none of them without running the
+    renames' interpreted lambdas."""
+    renames: list[Any] = [
+        (okey_value(pos), {o.lower(): n.lower() for o, n in pairs})
+        for pos, pairs in late
+        if pos is not None
+    ]
+    if renames:
+        renames.append((max(pos for pos, _ in renames), {}))
+    return renames
 
 
 def _before(positions: list[Any], upto: Position) -> Any:

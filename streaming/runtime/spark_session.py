@@ -3,9 +3,10 @@
 Under ``spark-submit`` (or any launcher that started the JVM first: ``PYSPARK_GATEWAY_PORT``
 is set) the job takes the session Spark gives it, with its master, jars, memory and conf,
 and adds only what it cannot run without, when the submitter did not configure it:
-Delta's SQL extension and catalog, and the SQL settings :mod:`streaming.sql.quoting` relies on
-(``session_for_job``). A setting the submitter gave that the job cannot run with is
-refused with a message, not overridden.
+Delta's SQL extension and catalog, the SQL settings :mod:`streaming.sql.quoting` relies on,
+and one code generation limit that keeps its projections compiled (``submitted_conf``). A
+setting the submitter gave that the job cannot run with is refused with a message, not
+overridden.
 
 Everything else builds the local development session (``build_spark``): the demo, the
 tests, ``shardmerge run`` without a cluster. Why its settings:
@@ -28,6 +29,9 @@ tests, ``shardmerge run`` without a cluster. Why its settings:
   ``spark.kafka.consumer.cache.timeout``), so a high one costs nothing unused. It is read
   when the executor JVM starts: under spark-submit it must be given there
   (docs/cluster.md); the job only warns when it is missing.
+- ``spark.sql.codegen.hugeMethodLimit=8000`` (:data:`CODEGEN_CONF`): a stage whose fused
+  method HotSpot would not compile runs operator by operator instead of interpreted; set on
+  a submitted session too, unless the submitter set it.
 - ``SHARDMERGE_SPARK_CONF`` (environment): more settings for the local session, one
   ``key=value`` per line or separated by spaces; they override the defaults above and are
   overridden by ``extra_conf``. The test suite sets :data:`SMALL_BATCH_CONF` there.
@@ -49,6 +53,7 @@ from streaming.runtime.session_conf import ENV_CONF, SMALL_BATCH_CONF, env_conf
 from streaming.sql.quoting import SESSION_CONF
 
 __all__ = [
+    "CODEGEN_CONF",
     "ENV_CONF",
     "KAFKA_POOL_CONF",
     "SMALL_BATCH_CONF",
@@ -56,6 +61,7 @@ __all__ = [
     "env_conf",
     "session_for_job",
     "submitted",
+    "submitted_conf",
 ]
 
 log = logging.getLogger("shardmerge.session")
@@ -75,6 +81,16 @@ _POOL_KEY = "spark.kafka.consumer.cache.capacity"
 # batch, so the default suits it; this bounds the cache by count. Read once, when Delta
 # first builds the cache: set it when the session is built.
 MANY_TABLES_CONF = {"spark.databricks.delta.delta.log.cacheSize": "64"}
+
+# Whole-stage code generation fuses a stage's operators into one Java method; the
+# projection of row images onto a target with its checks (streaming.batch.rows) makes that
+# method larger than 8,000 bytes of bytecode, which HotSpot never compiles
+# (DontCompileHugeMethods): the stage ran interpreted, 23% of a JDBC batch's executor time
+# in one Java Flight Recorder profile. At 8,000 (Spark's own advice for HotSpot) such a
+# stage is run operator by operator, with its expressions in compiled methods of their
+# own (docs/benchmarks.md). A runtime SQL setting: applied to the submitter's session too,
+# unless the submitter set it.
+CODEGEN_CONF = {"spark.sql.codegen.hugeMethodLimit": "8000"}
 
 
 # The project's Delta log store (jars/logstore, built by scripts/fetch-jars): a commit is
@@ -103,6 +119,23 @@ def submitted() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+def submitted_conf(given: list[tuple[str, str]]) -> dict[str, str]:
+    """What the job adds to a submitter's settings (``given``: ``SparkConf.getAll()``):
+    Delta's extension beside the submitter's, Delta's catalog, :data:`SESSION_CONF` and
+    :data:`CODEGEN_CONF`, each unless the submitter set it."""
+    have = dict(given)
+    added: dict[str, str] = {}
+    extensions = [e for e in have.get("spark.sql.extensions", "").split(",") if e]
+    if _DELTA_EXTENSION not in extensions:
+        added["spark.sql.extensions"] = ",".join([*extensions, _DELTA_EXTENSION])
+    if "spark.sql.catalog.spark_catalog" not in have:
+        added["spark.sql.catalog.spark_catalog"] = _DELTA_CATALOG
+    for key, value in {**SESSION_CONF, **CODEGEN_CONF}.items():
+        if key not in have:
+            added[key] = value
+    return added
+
+
 def session_for_job(app_name: str = "shardmerge") -> SparkSession:
     """The active session, else the submitter's (plus Delta if missing), else a local one."""
     active = SparkSession.getActiveSession()
@@ -120,14 +153,8 @@ def session_for_job(app_name: str = "shardmerge") -> SparkSession:
             _POOL_KEY, _POOL_KEY, KAFKA_POOL_CONF[_POOL_KEY],
         )  # fmt: skip
     builder = SparkSession.builder
-    extensions = [e for e in given.get("spark.sql.extensions", "").split(",") if e]
-    if _DELTA_EXTENSION not in extensions:
-        builder = builder.config("spark.sql.extensions", ",".join([*extensions, _DELTA_EXTENSION]))
-    if not given.contains("spark.sql.catalog.spark_catalog"):
-        builder = builder.config("spark.sql.catalog.spark_catalog", _DELTA_CATALOG)
-    for key, value in SESSION_CONF.items():  # what streaming.sql.quoting needs, unless set
-        if not given.contains(key):
-            builder = builder.config(key, value)
+    for key, value in submitted_conf(given.getAll()).items():
+        builder = builder.config(key, value)
     return builder.getOrCreate()
 
 
@@ -190,6 +217,7 @@ def build_spark(
         # SQL text is written by streaming.sql.quoting, which needs these (e.g. no ${...}
         # substitution inside quoted names).
         **SESSION_CONF,
+        **CODEGEN_CONF,
         **KAFKA_POOL_CONF,
         **logstore_conf(spark_jars),
         **env_conf(),

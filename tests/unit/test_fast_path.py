@@ -77,3 +77,17 @@ def test_the_name_an_image_repeats_is_found_case_insensitively() -> None:
     assert _repeated(("user_id", "id", "user_id", "a", "a")) == "user_id"
     with pytest.raises(ValueError, match="no name is repeated"):
         _repeated(("id", "a"))
+
+
+def test_the_plan_ends_its_renames_with_a_rename_of_nothing_at_the_latest():
+    from streaming.batch.plan import _renames_frame
+
+    later = [F2, 900, 0, 3_000, 12]
+    frame = _renames_frame(((later, (("B", "c"),)), (RENAME, (("a", "b"),)), (None, (("x", "y"),))))
+    # in order, lower-cased, an unknown position left out; the last: nothing, at the latest
+    assert frame == [
+        (tuple(later), {"b": "c"}),
+        (tuple(RENAME), {"a": "b"}),
+        (tuple(later), {}),
+    ]
+    assert _renames_frame(()) == []

@@ -252,3 +252,21 @@ def test_spark_conf_from_the_environment_is_key_value_pairs():
         env_conf("a=1 spark.sql.x")
     with pytest.raises(ValueError, match="'=1' is not key=value"):
         env_conf("=1")
+
+
+def test_a_submitted_session_gets_what_the_job_needs_unless_the_submitter_set_it():
+    from streaming.runtime.spark_session import submitted_conf
+
+    added = submitted_conf([("spark.sql.extensions", "com.example.Ext")])
+    assert (
+        added["spark.sql.extensions"] == "com.example.Ext,io.delta.sql.DeltaSparkSessionExtension"
+    )
+    assert added["spark.sql.variable.substitute"] == "false"
+    # a stage HotSpot would not compile runs operator by operator (docs/benchmarks.md)
+    assert added["spark.sql.codegen.hugeMethodLimit"] == "8000"
+    mine = submitted_conf([
+        ("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension"),
+        ("spark.sql.catalog.spark_catalog", "my.Catalog"),
+        ("spark.sql.codegen.hugeMethodLimit", "65535"),
+    ])  # fmt: skip
+    assert mine == {"spark.sql.variable.substitute": "false"}
