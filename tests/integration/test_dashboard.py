@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -344,9 +345,32 @@ def check_held_filter_and_pages(browser: Any, url: str) -> None:
     )
 
 
+def all_read_and_counted(
+    url: str, up: Upstream
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """/metrics once every topic is read to its end and every row produced is counted.
+
+    The page's last wait can end at the batch that read the CREATE TABLE while the row
+    produced after it is in the next batch: the counts are read after that one."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        for q in QUERY:  # a query that died after the page's last wait: its error, not a count
+            assert q.exception() is None, f"the query failed: {q.exception()}"
+        samples = scrape(url)
+        lags = [v for k, v in samples.items() if k[0] == "shardmerge_kafka_lag_records"]
+        counted = sum(
+            samples.get(("shardmerge_rows_total", (("action", a),)), 0.0)
+            for a in ("written", "replayed")
+        )
+        if lags and set(lags) == {0.0} and counted >= up.next_id:
+            return samples
+        if time.monotonic() > deadline:
+            raise AssertionError(f"rows counted {counted} of {up.next_id}, lags {lags}")
+        time.sleep(0.5)
+
+
 def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstream) -> None:
-    for q in QUERY:  # a query that died after the page's last wait: its error, not a count
-        assert q.exception() is None, f"the query failed: {q.exception()}"
+    samples = all_read_and_counted(url, up)
     store = StateStore(spark, settings.checkpoint)
     batch, _ = store.latest()
     samples = scrape(url)
