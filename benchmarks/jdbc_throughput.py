@@ -15,7 +15,11 @@ plain streaming JDBC upsert of the same events measured in the same run.
 5. shardmerge again (a second table and checkpoint), as warm as the baseline's second run
    (since 2026-12-01; before, the job ran once, after the baseline's cold run only).
 Prints the rates, the faster job's ratio to the faster baseline (target >= 0.9x) and DM's published 29.1k events/s per
-DM-worker (DM 5.3, insert-only sysbench on 48-core servers) for scale.
+DM-worker (DM 5.3, insert-only sysbench on 48-core servers) for scale. Each run's CPU
+seconds are printed beside its time (since 2026-12-03): the JVM's (Spark, both sides'
+work), the whole machine's (the database and the broker too) and the seconds the cores
+waited on the disk, since a database's fsyncs make wall times on a small machine vary
+run to run where the CPU the work takes does not.
 """
 
 from __future__ import annotations
@@ -35,6 +39,36 @@ from pipeline_throughput import FINAL, ROLLOUT, produce, row_events, settings
 from streaming.config import Settings, SinkSettings
 
 DM_EVENTS_PER_S = 29_100
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu() -> tuple[float, float, float]:
+    """CPU seconds so far: this process's JVM (the py4j gateway, a child), the machine
+    (user, nice, system, irq, softirq, steal of every core) and its cores' disk waits."""
+    me, jvm = str(os.getpid()), 0
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            with contextlib.suppress(OSError):  # a process that ended meanwhile: not ours
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                if fields[1] == me:
+                    jvm += int(fields[11]) + int(fields[12])
+    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
+    return jvm / _TICK, busy / _TICK, ticks[4] / _TICK
+
+
+@contextlib.contextmanager
+def counted(what: str, spent: dict[str, tuple[float, float, float]]) -> Any:
+    """Records the CPU seconds of the run in ``spent[what]`` and prints them."""
+    before = cpu()
+    yield
+    after = cpu()
+    spent[what] = (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+    jvm, machine, wait = spent[what]
+    print(f"  {what}: cpu {jvm:.1f} s JVM, {machine:.1f} s machine, {wait:.1f} s waiting "
+          "on the disk", flush=True)  # fmt: skip
 
 
 def jdbc_settings(base: Settings, sink: dict[str, Any]) -> Settings:
@@ -136,19 +170,26 @@ def main() -> None:
         print(f"produced {sent:,} records in {secs:.1f} s", flush=True)
         spark = build_spark("shardmerge-jdbc-bench")
         base = settings(broker.bootstrap, "bench", work / "plain", "optimistic", args.max_offsets)
-        secs_plain, batches_plain = plain_jdbc_stream(spark, base, sink)
+        spent: dict[str, tuple[float, float, float]] = {}
+        with counted("baseline", spent):
+            secs_plain, batches_plain = plain_jdbc_stream(spark, base, sink)
         plain = sent / secs_plain
         print(f"baseline: {sent:,} records in {secs_plain:.1f} s = {plain:,.0f}/s "
               f"({batches_plain} batches)", flush=True)  # fmt: skip
-        secs_job, job = run_job(spark, broker.bootstrap, work, args, sink, "shop.orders")
+        with counted("shardmerge", spent):
+            secs_job, job = run_job(spark, broker.bootstrap, work, args, sink, "shop.orders")
         rate = sent / secs_job
         print(f"shardmerge: {sent:,} records in {secs_job:.1f} s = {rate:,.0f}/s", flush=True)
-        secs_again, _ = plain_jdbc_stream(spark, base, sink, "orders_again")
+        with counted("baseline again", spent):
+            secs_again, _ = plain_jdbc_stream(spark, base, sink, "orders_again")
         again = sent / secs_again
         print(f"baseline again: {sent:,} records in {secs_again:.1f} s = {again:,.0f}/s",
               flush=True)  # fmt: skip
         # the job again, warm as the baseline's second run is (a table of its own)
-        secs_job2, job2 = run_job(spark, broker.bootstrap, work, args, sink, "shop.orders_again")
+        with counted("shardmerge again", spent):
+            secs_job2, job2 = run_job(
+                spark, broker.bootstrap, work, args, sink, "shop.orders_again"
+            )
         rate2 = sent / secs_job2
         print(f"shardmerge again: {sent:,} records in {secs_job2:.1f} s = {rate2:,.0f}/s",
               flush=True)  # fmt: skip
@@ -170,6 +211,13 @@ def main() -> None:
         print(f"| shardmerge, JDBC sink, first / again | {rate:,.0f} / {rate2:,.0f} "
               f"(the faster: {ours / best:.2f}x the faster baseline) |")  # fmt: skip
         print(f"| DM 5.3, one DM-worker (published, 48 cores) | {DM_EVENTS_PER_S:,} |")
+        print()
+        print("| CPU seconds | JVM | machine | waiting on the disk |")
+        print("|---|---:|---:|---:|")
+        for what, (jvm, machine, wait) in spent.items():
+            print(f"| {what} | {jvm:.1f} | {machine:.1f} | {wait:.1f} |")
+        warm = spent["shardmerge again"][0] / max(spent["baseline again"][0], 1e-9)
+        print(f"the job's second run took {warm:.2f}x the JVM CPU seconds of the baseline's")
         if args.profile:
             spark.stop()
             time.sleep(1)

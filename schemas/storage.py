@@ -42,14 +42,19 @@ table refuses, or would store changed, beyond its Delta domain (:class:`Limit`):
 limits of ``TINYTEXT``/``TEXT``/``MEDIUMTEXT`` (UTF-8 bytes under a ``utf8*`` character
 set, a byte a character under ``latin1``/``ascii``), of ``TINYBLOB``/``BLOB``/
 ``MEDIUMBLOB`` and of ``BINARY(n)``/``VARBINARY(n)`` (the bytes of the base64 text),
-no character past U+FFFF under ``utf8mb3``, an ``ENUM`` value one of the members as
-written, a ``SET`` value naming only members. A value past it
+no character past U+FFFF under ``utf8mb3`` or ``ucs2``, only characters ``latin1`` or
+``ascii`` encode under those, an ``ENUM`` value one of the members as written, a ``SET``
+value naming only members, a ``DECIMAL`` wider than 38 digits (text on Delta) a plain
+decimal number the column holds, a ``FLOAT`` or ``DOUBLE`` a number (no NaN, no infinity:
+Spark's ``FLOAT`` past its range is one), a ``JSON`` text nested at most 31 deep on
+MariaDB (its JSON check) and 100 on MySQL. A value past it
 is unfit as well, with the same reason (the job: ``streaming.batch.rows``, from the
 sink's dialect). A string is judged by its characters, trailing spaces included (the
 databases would drop excess spaces silently: the row is a dead letter instead, never
 changed on the way). Not judged yet (a value past them fails the batch and names the
-column): the temporal ranges, characters another character set cannot encode, a JSON
-value MariaDB's ``JSON`` check refuses, and text under other character sets' byte limits.
+column): characters the other character sets (``gbk``, ``cp1250``, ...) cannot encode,
+text under their byte limits, and a text a ``JSON`` column refuses for another reason
+than its depth (CDC tools send MySQL's JSON as valid JSON text).
 A shorter ``BINARY(n)`` value is stored padded with zero bytes, as upstream pads it.
 """
 
@@ -59,7 +64,9 @@ import binascii
 import datetime as dt
 import decimal
 import json
+import math
 import re
+import struct
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -70,6 +77,10 @@ from schemas.dialects import DEFAULT_CHARSET, mysql_family
 from schemas.model import SPATIAL_TYPES, Column, ColumnType
 
 __all__ = [
+    "JSON_DEPTH",
+    "JSON_PATTERNS",
+    "PLAIN_DECIMAL",
+    "REPERTOIRE",
     "TEMPORAL_COUNT",
     "TEMPORAL_COUNTS",
     "TEMPORAL_TEXT",
@@ -84,12 +95,15 @@ __all__ = [
     "Integral",
     "Limit",
     "Temporal",
+    "floating",
+    "json_depth",
     "limit",
     "moment",
     "storage",
     "time_micros",
     "unfit",
     "value_text",
+    "wide_decimal_fits",
 ]
 
 # Java's String.trim and Spark's UTF8String.trimAll drop these around a number.
@@ -152,6 +166,23 @@ class Floating:
     def admits(self, text: str) -> bool:
         text = text.strip(_SPACE)
         return _FLOATING.fullmatch(text) is not None or text.lower() in _SPECIAL
+
+
+def floating(text: str, sql: str) -> float | None:
+    """The number a ``FLOAT``/``DOUBLE`` (``sql``) value's text is in Spark, as
+    :class:`Floating` reads it (past a FLOAT's range, infinity); None if it is none."""
+    text = text.strip(_SPACE)
+    if text.lower() in _SPECIAL:
+        return math.nan if "nan" in text.lower() else -math.inf if text[0] == "-" else math.inf
+    if _FLOATING.fullmatch(text) is None:
+        return None
+    value = float(text.rstrip("fFdD"))
+    if sql == "FLOAT" and math.isfinite(value):
+        try:  # the nearest float, as Java's parse rounds (infinity past the largest)
+            (value,) = struct.unpack("f", struct.pack("f", value))
+        except OverflowError:  # where struct refuses instead
+            return math.copysign(math.inf, value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -317,7 +348,9 @@ class Limit:
     string that is not one of them as written (ENUM: the database would refuse it, or
     store the member its collation matches); with ``set_members``, a comma-separated
     list naming anything else (SET; the database keeps a set's members in its own order,
-    each once: the same set)."""
+    each once: the same set); with ``outside``, a character its pattern finds (one a
+    column's character set cannot encode, :data:`REPERTOIRE`); with ``json_depth``, a JSON
+    text nested deeper than that (:func:`json_depth`)."""
 
     chars: int | None = None
     lo: int | None = None
@@ -340,6 +373,14 @@ class Limit:
     # the JSON escape ``\u0000`` (its jsonb refuses it, as its text would hold a NUL)
     nul: bool = False
     json: bool = False
+    outside: str | None = None
+    json_depth: int | None = None
+    # ``FLOAT``/``DOUBLE`` (the Delta type): no NaN and no infinity (MySQL's have none)
+    finite: str | None = None
+    # a ``DECIMAL(p, s)`` wider than Spark's (kept as text on Delta, a decimal column in a
+    # database): ``(p, s)``, the text a plain decimal number with at most ``p - s``
+    # integer digits once rounded half up to ``s`` places (:func:`wide_decimal_fits`)
+    wide: tuple[int, int] | None = None
 
     def admits(self, text: str) -> bool:
         """Whether the value, as its Delta domain admitted it, is inside the limit."""
@@ -368,9 +409,92 @@ class Limit:
             return False
         if self.nul and ("\x00" in text or (self.json and JSON_NUL.search(text))):
             return False
+        if self.finite is not None:
+            number = floating(text, self.finite)
+            if number is not None and not math.isfinite(number):
+                return False
+        if self.wide is not None and not wide_decimal_fits(text, *self.wide):
+            return False
+        if self.outside is not None and re.search(self.outside, text):
+            return False
+        if self.json_depth is not None and json_depth(text) > self.json_depth:
+            return False
         if self.set_members is not None and text:  # the empty set is a value
             return all(part in self.set_members for part in text.split(","))
         return True
+
+
+# A plain decimal number (what MySQL, and CDC tools from it, write for a DECIMAL): its
+# integer and fraction digits. The same text is a Java regex (Spark's RLIKE).
+PLAIN_DECIMAL = re.compile(r"[+-]?([0-9]*)(?:[.]([0-9]*))?")
+
+
+def wide_decimal_fits(text: str, precision: int, scale: int) -> bool:
+    """Whether a ``DECIMAL(precision, scale)`` column stores ``text`` (a plain decimal
+    with a digit), rounded half up to ``scale`` places as MariaDB, MySQL and PostgreSQL
+    round it: at most ``precision - scale`` integer digits, a carry out of nines counted."""
+    m = PLAIN_DECIMAL.fullmatch(text)
+    if m is None or not (m[1] or m[2]):
+        return False
+    whole, fraction = m[1].lstrip("0"), m[2] or ""
+    carry = len(fraction) > scale and fraction[scale] >= "5"
+    carry = carry and not (whole + fraction[:scale]).strip("9")
+    return len(whole) + (1 if carry else 0) <= precision - scale
+
+
+def _class(chars: list[int]) -> str:
+    """A regex class of every character but ``chars`` (code points of the basic plane), as
+    ``\\uXXXX`` escapes and ranges: the same text in Python's regexes and in Java's."""
+    runs: list[list[int]] = []
+    for c in sorted(set(chars)):
+        if runs and runs[-1][1] == c - 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    parts = (f"\\u{a:04X}" if a == b else f"\\u{a:04X}-\\u{b:04X}" for a, b in runs)
+    return "[^" + "".join(parts) + "]"
+
+
+def _latin1() -> list[int]:
+    """MySQL's ``latin1``: Windows-1252, whose five unassigned bytes (0x81, 0x8D, 0x8F,
+    0x90, 0x9D) MySQL and MariaDB read as the C1 controls of the same number."""
+    chars = []
+    for b in range(256):
+        try:
+            chars.append(ord(bytes([b]).decode("cp1252")))
+        except UnicodeDecodeError:
+            chars.append(b)
+    return chars
+
+
+# A character a column of the character set cannot encode (MariaDB and MySQL refuse it in
+# strict mode; checked against MariaDB 10.11 for every code point to U+00FF and the 27 of
+# Windows-1252 above it). The pattern is Java's regex as well (Spark's RLIKE).
+REPERTOIRE = {"latin1": _class(_latin1()), "ascii": _class(list(range(128)))}
+
+# How deep a JSON text nests (arrays and objects in one another: ``[]`` is 1, ``[{}]`` 2),
+# read as Spark reads it (``streaming.sql.spark_types``): every escape (a backslash and the
+# character after it) taken out, then every string, then all but the brackets.
+_JSON_ESCAPE = re.compile(r"(?s)\\.")
+_JSON_STRING = re.compile(r'"[^"]*"')
+_JSON_NOT_BRACKET = re.compile(r"[^\[\]{}]")
+JSON_PATTERNS = (_JSON_ESCAPE.pattern, _JSON_STRING.pattern, _JSON_NOT_BRACKET.pattern)
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in a JSON text (0 for a scalar). A text
+    that is no JSON gets a number too (the same in Spark): a database refuses it anyway."""
+    brackets = _JSON_NOT_BRACKET.sub("", _JSON_STRING.sub("", _JSON_ESCAPE.sub("", text)))
+    depth = deepest = 0
+    for c in brackets:
+        depth += 1 if c in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+# MariaDB's JSON check (json_valid) refuses a document nested 32 deep (checked against
+# MariaDB 10.11: 31 is valid); MySQL's JSON type takes 100 (its documented limit).
+JSON_DEPTH = {"mariadb": 31, "mysql": 100}
 
 
 # The escape \u0000 in a JSON text: a backslash not itself escaped (after an even number
@@ -456,9 +580,11 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
         return None
     mysql = mysql_family(dialect)
     cs = (t.charset or charset or DEFAULT_CHARSET).lower() if mysql else DEFAULT_CHARSET
-    bmp = cs in ("utf8", "utf8mb3")  # three bytes at most: no character past U+FFFF
+    # three bytes at most (utf8mb3), or two (ucs2): no character past U+FFFF
+    bmp = cs in ("utf8", "utf8mb3", "ucs2")
+    outside = REPERTOIRE.get(cs) if mysql else None
     if t.base in ("CHAR", "VARCHAR"):
-        return Limit(chars=t.length or 1, bmp=bmp, nul=not mysql)
+        return Limit(chars=t.length or 1, bmp=bmp, nul=not mysql, outside=outside)
     if t.base in ("DATE", "DATETIME", "TIMESTAMP"):
         kind = _COUNT_KIND[t.base] if t.base != "DATETIME" or (t.length or 0) <= 3 else "us"
         if not mysql:  # PostgreSQL has no year 0 (its 1 BC): from 0001-01-01 on
@@ -468,6 +594,8 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
         return None  # MariaDB and MySQL store years 0 .. 9999 unchanged
     if t.base == "TIME":
         return _MYSQL_TIME if mysql else _PG_TIME
+    if t.base == "DECIMAL" and (t.length or 10) > 38:  # text on Delta: Free's
+        return Limit(wide=(t.length or 10, t.scale or 0))
     if not mysql:
         if t.base == "YEAR":
             return _SMALLINT
@@ -483,7 +611,9 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
         if cs.startswith("utf8"):
             return Limit(max_bytes=TEXT_BYTES[t.base], bmp=bmp)
         if cs in ("latin1", "ascii"):  # a byte per character
-            return Limit(chars=TEXT_BYTES[t.base])
+            return Limit(chars=TEXT_BYTES[t.base], outside=outside)
+        if cs == "ucs2":  # its byte limits not judged
+            return Limit(bmp=True)
         return None  # other character sets: not judged
     if t.base in _BLOB_BYTES:
         return Limit(max_bytes=_BLOB_BYTES[t.base], base64=True)
@@ -494,6 +624,10 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
         return Limit(members=t.members)
     if t.base == "SET":
         return Limit(set_members=t.members)
+    if isinstance(domain := storage(t), Floating):
+        return Limit(finite=domain.sql)
+    if t.base == "JSON":
+        return Limit(json_depth=JSON_DEPTH["mariadb" if dialect == "mariadb" else "mysql"])
     return None
 
 

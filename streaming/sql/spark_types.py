@@ -16,6 +16,8 @@ from schemas.debezium_enum import value_map
 from schemas.model import SPATIAL_TYPES, ColumnType, TableSchema, string_value
 from schemas.storage import (
     JSON_NUL,
+    JSON_PATTERNS,
+    PLAIN_DECIMAL,
     TEMPORAL_COUNT,
     TEMPORAL_COUNTS,
     TEMPORAL_TEXT,
@@ -114,6 +116,14 @@ def limit_sql(bound: Limit, value: str) -> str:
         terms.append(f"instr({value}, chr(0)) > 0")
         if bound.json:
             terms.append(f"{value} RLIKE {string(JSON_NUL.pattern)}")
+    if bound.finite is not None:  # NaN or an infinity (MySQL's FLOAT and DOUBLE have none)
+        terms.append(f"isnan({value}) OR abs({value}) = CAST('Infinity' AS DOUBLE)")
+    if bound.wide is not None:
+        terms.append(_wide_decimal_past(value, *bound.wide))
+    if bound.outside is not None:  # a character the column's character set cannot encode
+        terms.append(f"{value} RLIKE {string(bound.outside)}")
+    if bound.json_depth is not None:
+        terms.append(_json_deeper(value, int(bound.json_depth)))
     if bound.set_members is not None:
         members = ", ".join(string(m) for m in bound.set_members) or "NULL"
         terms.append(
@@ -121,6 +131,42 @@ def limit_sql(bound: Limit, value: str) -> str:
             f"m -> array_contains(array({members}), m))"
         )
     return "coalesce(" + " OR ".join(f"({t})" for t in terms) + ", false)" if terms else "false"
+
+
+def _wide_decimal_past(value: str, precision: int, scale: int) -> str:
+    """A ``DECIMAL`` wider than Spark's (its value text) that its column does not hold, as
+    ``schemas.storage.wide_decimal_fits`` judges it."""
+    plain = string(f"^{PLAIN_DECIMAL.pattern}$")
+    whole = f"TRIM(LEADING '0' FROM regexp_extract({value}, {plain}, 1))"
+    fraction = f"regexp_extract({value}, {plain}, 2)"
+    carry = (
+        f"length({fraction}) > {scale} AND substr({fraction}, {scale + 1}, 1) >= '5' "
+        f"AND NOT concat({whole}, substr({fraction}, 1, {scale})) RLIKE '[^9]'"
+    )
+    digits = f"length({whole}) + IF({carry}, 1, 0)"
+    return (
+        f"CASE WHEN {value} RLIKE {plain} AND {value} RLIKE '[0-9]' "
+        f"THEN {digits} > {precision - scale} ELSE true END"
+    )
+
+
+def _json_deeper(value: str, most: int) -> str:
+    """A JSON text nested deeper than ``most``, as ``schemas.storage.json_depth`` reads it.
+    Only a text with more than ``most`` opening brackets (in strings or not) can be: the
+    rest are judged by two ``translate`` calls, without a regex or a lambda."""
+    escape, text, other = (string(p) for p in JSON_PATTERNS)
+    brackets = (
+        f"regexp_replace(regexp_replace(regexp_replace({value}, {escape}, ''), {text}, ''), "
+        f"{other}, '')"
+    )
+    step = "IF(_c IN ('[', '{'), 1, -1)"
+    deepest = (
+        f"aggregate(split({brackets}, ''), named_struct('d', 0, 'm', 0), "
+        f"(_a, _c) -> named_struct('d', _a.d + {step}, 'm', greatest(_a.m, _a.d + {step})), "
+        "_a -> _a.m)"
+    )
+    openers = f"length({value}) - length(translate({value}, '[{{', ''))"
+    return f"CASE WHEN {openers} > {most} THEN {deepest} > {most} ELSE false END"
 
 
 # The forms schemas.storage reads, as Java regexes (the same text: ASCII digits, no

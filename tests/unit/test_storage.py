@@ -6,6 +6,7 @@ against Spark's own casts (``streaming.sql.spark_types.value_expr``)."""
 from __future__ import annotations
 
 import base64
+import math
 
 import pytest
 
@@ -13,7 +14,7 @@ from coordinator.ids import ShardId, TargetId
 from coordinator.scenario.downstream import MemoryTable
 from schemas.ddl import parse_create_table, parse_type
 from schemas.model import Column
-from schemas.storage import Limit, limit, storage, unfit, value_text
+from schemas.storage import Limit, floating, limit, storage, unfit, value_text
 from streaming.sql.spark_types import delta_type
 
 TYPES = [
@@ -264,7 +265,49 @@ LIMIT_CASES = [
     ("JSON", '["\\\\\\u0000", 1]', True, False),  # \\ then \u0000
     ("JSON", '{"\\\\u0000": "\\u0001"}', True, True),  # \\ then u0000; \u0001
     ("JSON", '{"a": "b"}', True, True),
+    # MariaDB's JSON check refuses a document nested 32 deep (MySQL's JSON takes 100,
+    # MYSQL_ONLY); brackets in strings, escaped quotes among them, do not nest
+    ("JSON", "[" * 31 + "]" * 31, True, True),
+    ("JSON", "[" * 32 + "]" * 32, False, True),
+    ("JSON", '[{"a": ' * 16 + "1" + "}]" * 16, False, True),
+    ("JSON", "[" * 30 + '"[{[{\\"[[", ["\\"", "{{{{"]' + "]" * 30, True, True),
+    # a character the column's character set cannot encode (MySQL's latin1 is
+    # Windows-1252, its five unassigned bytes the C1 controls of the same number)
+    ("VARCHAR(3) CHARACTER SET latin1", "é€Ÿ", True, True),
+    ("VARCHAR(3) CHARACTER SET latin1", "\x81\x9d\xa0", True, True),
+    ("VARCHAR(3) CHARACTER SET latin1", "\x80", False, True),
+    ("VARCHAR(3) CHARACTER SET latin1", "a中", False, True),
+    ("TEXT CHARACTER SET latin1", "ok\U0001f600", False, True),
+    ("CHAR(2) CHARACTER SET ascii", "a\x7f", True, True),
+    ("CHAR(2) CHARACTER SET ascii", "éa", False, True),
+    ("VARCHAR(3) CHARACTER SET ucs2", "aé€", True, True),
+    ("VARCHAR(3) CHARACTER SET ucs2", "a\U0001f600", False, True),
+    ("TEXT CHARACTER SET ucs2", "a\U0001f600", False, True),
+    # MySQL's FLOAT and DOUBLE hold no NaN and no infinity (PostgreSQL's do)
+    ("DOUBLE", "NaN", False, True),
+    ("DOUBLE", "-Infinity", False, True),
+    ("FLOAT", "Infinity", False, True),
+    ("DOUBLE", "1.5e+300", True, True),
+    # a DECIMAL wider than Spark's is text on Delta: the database column takes a plain
+    # decimal number of at most p - s integer digits (rounded half up to s places)
+    ("DECIMAL(40,2)", "-" + "9" * 38 + ".99", True, True),
+    ("DECIMAL(40,2)", "1" * 38 + ".50", True, True),
+    ("DECIMAL(40,2)", "1" * 39, False, False),
+    ("DECIMAL(40,2)", "abc", False, False),
+    ("DECIMAL(40,2)", "", False, False),
+    ("DECIMAL(40,2)", ".", False, False),
+    ("DECIMAL(40,0)", "1e5", False, False),
 ]
+# Rounded by the database (stored changed, not a case of LIMIT_CASES): (text, fits)
+WIDE_DECIMAL_ROUNDED = [
+    ("9" * 38 + ".994", True),
+    ("9" * 38 + ".995", False),  # 10^38 after rounding: 39 integer digits
+    ("-0.005", True),
+    ("0" * 5 + "9" * 38, True),  # leading zeros are no digits
+    ("+.5", True),
+]
+# Where MySQL's own limit is not MariaDB's (not checked here: no MySQL server).
+MYSQL_ONLY = {("JSON", "[" * 32 + "]" * 32): True, ("JSON", '[{"a": ' * 16 + "1" + "}]" * 16): True}
 
 
 @pytest.mark.parametrize(("sql", "text", "mysql", "pg"), LIMIT_CASES)
@@ -274,9 +317,33 @@ def test_a_database_column_refuses_more_than_its_delta_type(
     t = parse_type(sql)
     assert storage(t).admits(text)  # each case is inside the Delta domain
     assert limit(t, None) is None  # Delta: the domain is all
-    for dialect, fits in (("mariadb", mysql), ("mysql", mysql), ("postgresql", pg)):
+    mysql8 = MYSQL_ONLY.get((sql, text), mysql)
+    for dialect, fits in (("mariadb", mysql), ("mysql", mysql8), ("postgresql", pg)):
         bound = limit(t, dialect)
         assert (bound is None or bound.admits(text)) is fits, (sql, text, dialect)
+
+
+def test_a_float_past_its_range_is_an_infinity_mysql_refuses() -> None:
+    """Spark reads a FLOAT past its range as an infinity (and the sink would stage it so):
+    MariaDB and MySQL refuse it, PostgreSQL keeps it (its Delta value, unchanged)."""
+    f, d = parse_type("FLOAT"), parse_type("DOUBLE")
+    for text in ("1e39", "-3.5e38", "inf", "1e39f"):
+        assert floating(text, "FLOAT") in (math.inf, -math.inf), text
+        bound = limit(f, "mariadb")
+        assert bound is not None and not bound.admits(text)
+        assert limit(f, "postgresql") is None
+    assert floating("3.4028234e38", "FLOAT") == 3.4028234663852886e38  # the largest float
+    assert floating("1e39", "DOUBLE") == 1e39 and (bound := limit(d, "mysql")) is not None
+    assert bound.admits("1e39") and bound.admits("-0.0") and not bound.admits("+NaN")
+    assert floating("12abc", "DOUBLE") is None
+
+
+@pytest.mark.parametrize(("text", "fits"), WIDE_DECIMAL_ROUNDED)
+def test_a_wide_decimal_counts_the_digit_its_rounding_carries(text: str, fits: bool) -> None:
+    t = parse_type("DECIMAL(40,2)")
+    for dialect in ("mariadb", "postgresql"):
+        bound = limit(t, dialect)
+        assert bound is not None and bound.admits(text) is fits
 
 
 def test_a_temporal_limit_reads_counts_zones_and_the_zero_date() -> None:
