@@ -60,7 +60,7 @@ def _timed(action) -> float:  # type: ignore[no-untyped-def]
     return time.monotonic() - start
 
 
-def _jvm_cpu_s(spark: SparkSession) -> float:
+def jvm_cpu_s(spark: SparkSession) -> float:
     """User + system CPU seconds of the Spark JVM (driver and local executors)."""
     pid = spark._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[union-attr]
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -98,9 +98,9 @@ def run_mode(
     read_s = _timed(lambda: _noop(raw.select("key", "value", "topic", "partition", "offset")))
     ev, dead = decode(raw, "debezium")
     decode_first_s = _timed(lambda: _noop(ev))
-    cpu = _jvm_cpu_s(spark)
+    cpu = jvm_cpu_s(spark)
     decode_s = _timed(lambda: _noop(ev))
-    decode_cpu_s = _jvm_cpu_s(spark) - cpu
+    decode_cpu_s = jvm_cpu_s(spark) - cpu
     return Result(
         mode=f"schemas.enable={'on' if schemas_enable else 'off'}"
         f" (DECIMAL {'base64' if schemas_enable else 'string'})",

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pipeline_throughput
+from decode_throughput import jvm_cpu_s
 from pipeline_throughput import FINAL, ROLLOUT, produce, row_events, settings
 
 from streaming.config import Settings, SinkSettings
@@ -44,27 +45,21 @@ DM_EVENTS_PER_S = 29_100
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu() -> tuple[float, float, float]:
-    """CPU seconds so far: this process's JVM (the py4j gateway, a child), the machine
-    (user, nice, system, irq, softirq, steal of every core) and its cores' disk waits."""
-    me, jvm = str(os.getpid()), 0
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            with contextlib.suppress(OSError):  # a process that ended meanwhile: not ours
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                if fields[1] == me:
-                    jvm += int(fields[11]) + int(fields[12])
+def cpu(spark: Any) -> tuple[float, float, float]:
+    """CPU seconds so far: Spark's JVM (driver and local executors; not the broker's, also
+    a child of this process), the machine (user, nice, system, irq, softirq, steal of
+    every core) and its cores' disk waits."""
     ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
-    return jvm / _TICK, busy / _TICK, ticks[4] / _TICK
+    return jvm_cpu_s(spark), busy / _TICK, ticks[4] / _TICK
 
 
 @contextlib.contextmanager
-def counted(what: str, spent: dict[str, tuple[float, float, float]]) -> Any:
+def counted(spark: Any, what: str, spent: dict[str, tuple[float, float, float]]) -> Any:
     """Records the CPU seconds of the run in ``spent[what]`` and prints them."""
-    before = cpu()
+    before = cpu(spark)
     yield
-    after = cpu()
+    after = cpu(spark)
     spent[what] = (after[0] - before[0], after[1] - before[1], after[2] - before[2])
     jvm, machine, wait = spent[what]
     print(f"  {what}: cpu {jvm:.1f} s JVM, {machine:.1f} s machine, {wait:.1f} s waiting "
@@ -171,22 +166,22 @@ def main() -> None:
         spark = build_spark("shardmerge-jdbc-bench")
         base = settings(broker.bootstrap, "bench", work / "plain", "optimistic", args.max_offsets)
         spent: dict[str, tuple[float, float, float]] = {}
-        with counted("baseline", spent):
+        with counted(spark, "baseline", spent):
             secs_plain, batches_plain = plain_jdbc_stream(spark, base, sink)
         plain = sent / secs_plain
         print(f"baseline: {sent:,} records in {secs_plain:.1f} s = {plain:,.0f}/s "
               f"({batches_plain} batches)", flush=True)  # fmt: skip
-        with counted("shardmerge", spent):
+        with counted(spark, "shardmerge", spent):
             secs_job, job = run_job(spark, broker.bootstrap, work, args, sink, "shop.orders")
         rate = sent / secs_job
         print(f"shardmerge: {sent:,} records in {secs_job:.1f} s = {rate:,.0f}/s", flush=True)
-        with counted("baseline again", spent):
+        with counted(spark, "baseline again", spent):
             secs_again, _ = plain_jdbc_stream(spark, base, sink, "orders_again")
         again = sent / secs_again
         print(f"baseline again: {sent:,} records in {secs_again:.1f} s = {again:,.0f}/s",
               flush=True)  # fmt: skip
         # the job again, warm as the baseline's second run is (a table of its own)
-        with counted("shardmerge again", spent):
+        with counted(spark, "shardmerge again", spent):
             secs_job2, job2 = run_job(
                 spark, broker.bootstrap, work, args, sink, "shop.orders_again"
             )

@@ -164,8 +164,7 @@ class Floating:
     sql: str
 
     def admits(self, text: str) -> bool:
-        text = text.strip(_SPACE)
-        return _FLOATING.fullmatch(text) is not None or text.lower() in _SPECIAL
+        return floating(text, self.sql) is not None
 
 
 def floating(text: str, sql: str) -> float | None:

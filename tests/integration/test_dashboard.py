@@ -345,10 +345,9 @@ def check_held_filter_and_pages(browser: Any, url: str) -> None:
     )
 
 
-def all_read_and_counted(
-    url: str, up: Upstream
-) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """/metrics once every topic is read to its end and every row produced is counted.
+def wait_all_read_and_counted(url: str, up: Upstream) -> None:
+    """Wait until /metrics says every topic is read to its end and every row produced is
+    counted.
 
     The page's last wait can end at the batch that read the CREATE TABLE while the row
     produced after it is in the next batch: the counts are read after that one."""
@@ -363,14 +362,14 @@ def all_read_and_counted(
             for a in ("written", "replayed")
         )
         if lags and set(lags) == {0.0} and counted >= up.next_id:
-            return samples
+            return
         if time.monotonic() > deadline:
             raise AssertionError(f"rows counted {counted} of {up.next_id}, lags {lags}")
         time.sleep(0.5)
 
 
 def check_metrics(spark: SparkSession, settings: Settings, url: str, up: Upstream) -> None:
-    samples = all_read_and_counted(url, up)
+    wait_all_read_and_counted(url, up)
     store = StateStore(spark, settings.checkpoint)
     batch, _ = store.latest()
     samples = scrape(url)
