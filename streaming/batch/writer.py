@@ -47,7 +47,7 @@ from streaming.batch.new_keys import BUCKET, KeyMarks, Marks, key_space, spec_na
 from streaming.batch.plan import Planner, join_plan, release_frame
 from streaming.batch.row_fit import shard_columns
 from streaming.batch.rows import merge_source, no_ddl_sql, project_actions
-from streaming.batch.summary import Summary
+from streaming.batch.summary import Summary, together
 from streaming.faults import crash_point, raise_point
 from streaming.source.control import OKEY_TYPE, okey_value
 from streaming.sql.local_frame import local_frame
@@ -387,6 +387,7 @@ class Writer:
             ).select(F.lit(str(target)).alias("t"), "_reason")
             judged = reasons if judged is None else judged.unionByName(reasons)
         assert judged is not None
+        judged = together(judged, len(fast))
         ahead = {r["t"] for r in judged.filter("_reason IS NOT NULL").select("t").collect()}
         return {t for t in fast if str(t) not in ahead}
 
@@ -504,7 +505,7 @@ class Writer:
             frame = stash_parts[0]
             for part in stash_parts[1:]:
                 frame = frame.unionByName(part)
-            append(frame, self.stash.path, self.app_id, stash_version)
+            append(together(frame, len(stash_parts)), self.stash.path, self.app_id, stash_version)
         if self.dead:
             keys = local_frame(
                 self.spark, self.dead, "_dt string, _dp int, _do bigint, _reason string"
@@ -519,6 +520,7 @@ class Writer:
             frame = dead_parts[0]
             for part in dead_parts[1:]:
                 frame = frame.unionByName(part)
+            frame = together(frame, len(dead_parts))
             append(frame, self.settings.dead_letters(), self.app_id, dead_version)
         crash_point("after_release")
         gone = []  # stash rows whose copies leave the stash
