@@ -496,6 +496,13 @@ class _Run:
         if df is not None:
             self.delta_columns = [f.name for f in df.schema.fields]
             found = [r.asDict() for r in df.collect()]
+            # A BIT value is stored as MySQL's bytes of it (most significant first); the
+            # files write it as the number (a database sink may read it back as one).
+            bits = {c.name.lower() for c in schema.columns if c.type.base == "BIT"}
+            for row in found if bits else []:
+                for k, v in row.items():
+                    if k.lower() in bits and isinstance(v, bytes | bytearray):
+                        row[k] = int.from_bytes(v, "big")
             column = self.scenario.extract.source_column if self.scenario.extract else None
             if column:
                 for row in found:

@@ -41,9 +41,12 @@ def downstream_value(column: Column, value: Any) -> Any:
     """``value`` of ``column`` as the downstream holds it: MySQL's zero date (which a
     server stores and returns as ``0000-00-00...``) is NULL there; a TIME is the text the
     CDC tool sent (Debezium's count of microseconds as its digits), as the job keeps it;
-    other values as they are."""
+    a BIT value (the bytes a server returns, most significant first) its number; other
+    values as they are."""
     if column.type.base == "TIME":
         return value_text(value)
+    if column.type.base == "BIT" and isinstance(value, bytes | bytearray):
+        return int.from_bytes(value, "big")
     zero = isinstance(value, str) and value.startswith("0000-00-00")
     return None if zero and column.type.base in ("DATE", "DATETIME", "TIMESTAMP") else value
 

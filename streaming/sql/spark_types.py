@@ -208,6 +208,17 @@ def value_expr(t: ColumnType, text: str) -> str:
     if t.base in SPATIAL_TYPES:
         # Debezium sends a geometry as {"wkb": base64, "srid": n}: the WKB is the value.
         return f"unbase64(coalesce(get_json_object({text}, '$.wkb'), {text}))"
+    if t.base == "BIT":
+        # Debezium sends BIT(1) as a JSON boolean and BIT(n) as base64 of the value's
+        # bytes, least significant first (io.debezium.data.Bits); stored as MySQL's own
+        # bytes of the value, most significant first (what CAST(b AS BINARY) gives there,
+        # and what a MariaDB or MySQL BIT(n) column takes).
+        return (
+            f"CASE WHEN {text} IS NULL THEN NULL "
+            f"WHEN {text} = 'true' THEN X'01' WHEN {text} = 'false' THEN X'00' "
+            f"ELSE unhex(concat_ws('', reverse(regexp_extract_all(hex(unbase64({text})), "
+            f"{string('..')}, 0)))) END"
+        )
     if target == "BINARY":
         return f"unbase64({text})"
     if target == "STRING":

@@ -35,6 +35,9 @@ SUBSET = [
     # ENUM/SET members with backslashes and quotes: Debezium names a binlog row's member by
     # its own parse of the DDL (c\\d for c\d); the job maps it back (docs/upstream.md)
     "beyond/enum-set-members-with-backslashes-and-quotes-optimistic.yaml",
+    # BIT(1) as Debezium's boolean, BIT(16) as its bytes least significant first: a BIT(1)
+    # column stopped the job (the batch failed on every run) before it was read as such
+    "beyond/bit-columns-keep-their-values-optimistic.yaml",
 ]
 
 
