@@ -95,6 +95,7 @@ __all__ = [
     "Integral",
     "Limit",
     "Temporal",
+    "bit_length",
     "floating",
     "json_depth",
     "limit",
@@ -380,6 +381,8 @@ class Limit:
     # database): ``(p, s)``, the text a plain decimal number with at most ``p - s``
     # integer digits once rounded half up to ``s`` places (:func:`wide_decimal_fits`)
     wide: tuple[int, int] | None = None
+    # a ``BIT(n)`` value: no more than ``bits`` significant bits (:func:`bit_length`)
+    bits: int | None = None
 
     def admits(self, text: str) -> bool:
         """Whether the value, as its Delta domain admitted it, is inside the limit."""
@@ -417,6 +420,8 @@ class Limit:
         if self.outside is not None and re.search(self.outside, text):
             return False
         if self.json_depth is not None and json_depth(text) > self.json_depth:
+            return False
+        if self.bits is not None and bit_length(text) > self.bits:
             return False
         if self.set_members is not None and text:  # the empty set is a value
             return all(part in self.set_members for part in text.split(","))
@@ -529,6 +534,19 @@ def time_micros(text: str) -> int | None:
     return -us if m[1] else us
 
 
+def bit_length(text: str) -> int:
+    """The significant bits of a BIT value as Debezium sends it: a JSON boolean (BIT(1)),
+    or base64 of the value's bytes, least significant first (``io.debezium.data.Bits``).
+    Text that does not decode counts as none (as :func:`_bytes`)."""
+    if text in ("true", "false"):
+        return int(text == "true")
+    try:
+        raw = binascii.a2b_base64(text.encode("ascii", "ignore"))
+    except binascii.Error:
+        return 0
+    return int.from_bytes(raw, "little").bit_length()
+
+
 def _bytes(text: str, base64: bool) -> int:
     """The value's size in bytes: its UTF-8, or what its base64 text decodes to (as Spark's
     ``unbase64``, which skips what is not of the alphabet; text that does not decode at
@@ -595,6 +613,9 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
         return _MYSQL_TIME if mysql else _PG_TIME
     if t.base == "DECIMAL" and (t.length or 10) > 38:  # text on Delta: Free's
         return Limit(wide=(t.length or 10, t.scale or 0))
+    if t.base == "BIT":  # MariaDB/MySQL: refused; PostgreSQL's BOOLEAN (BIT(1)): changed
+        length = t.length or 1
+        return Limit(bits=length) if mysql or length == 1 else None
     if not mysql:
         if t.base == "YEAR":
             return _SMALLINT
@@ -650,6 +671,11 @@ def unfit(
     """Why ``value`` cannot be stored in ``column`` downstream (a Delta table, or a table of
     the database ``dialect`` whose default character set is ``charset``), or None when it
     can (null always can), in the job's words (``streaming.batch.rows.project_actions``)."""
+    if column.type.base == "BIT" and type(value) is int and value >= 0:
+        # a number (a scenario file's): as Debezium sends it, its bytes least significant
+        # first in base64
+        raw = value.to_bytes(max(1, (value.bit_length() + 7) // 8), "little")
+        value = binascii.b2a_base64(raw, newline=False).decode("ascii")
     text = value_text(value)
     if text is None:
         return None

@@ -124,6 +124,12 @@ def limit_sql(bound: Limit, value: str) -> str:
         terms.append(f"{value} RLIKE {string(bound.outside)}")
     if bound.json_depth is not None:
         terms.append(_json_deeper(value, int(bound.json_depth)))
+    if bound.bits is not None:  # a BIT's bytes (most significant first): its bits counted
+        digits = f"TRIM(LEADING '0' FROM hex({value}))"
+        terms.append(
+            f"CASE WHEN length({digits}) > 16 THEN true "
+            f"ELSE length(TRIM(LEADING '0' FROM conv({digits}, 16, 2))) > {int(bound.bits)} END"
+        )
     if bound.set_members is not None:
         members = ", ".join(string(m) for m in bound.set_members) or "NULL"
         terms.append(

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -137,6 +138,24 @@ def _staged_value(col: Any, base: str | None) -> Any:
     return col.cast("string")
 
 
+def _staged_bit(col: Any, mysql: bool, length: int) -> Any:
+    """A BIT value as staged. The job keeps it as MySQL's bytes of it (most significant
+    first, ``streaming.sql.spark_types.value_expr``); Spark's JDBC writer would hand those
+    bytes to MariaDB/MySQL as a string, which a BIT column reads as the characters' codes:
+    staged as its number (a ``DECIMAL(20,0)``: 64 bits), which a BIT column takes as the
+    value. PostgreSQL keeps BIT(1) as a BOOLEAN (staged as one) and BIT(n) as the bytes."""
+    number = F.conv(F.hex(col), 16, 10)
+    if mysql:
+        return number.cast("decimal(20,0)")
+    return number != F.lit("0") if length == 1 else col
+
+
+def _bit_bytes(number: Any, length: int) -> Any:
+    """A BIT(length) value read as its number, as MySQL's bytes of it (``_staged_bit``)."""
+    digits = (length + 7) // 8 * 2
+    return F.unhex(F.lpad(F.conv(number.cast("string"), 10, 16), digits, "0"))
+
+
 # SQLSTATE class 22: data exceptions (a value the new type cannot hold), MySQL and PostgreSQL
 _DATA_EXCEPTION = "22"
 
@@ -218,6 +237,17 @@ class JdbcSink:
             col = recorded.column(c)
             if col is not None and col.type.base in _TEMPORAL:
                 out[i] = col.type.base
+        return out
+
+    @staticmethod
+    def _bits(recorded: TableSchema, columns: list[str]) -> dict[int, int]:
+        """The positions of ``columns`` whose shard type is BIT, with its length
+        (``_staged_bit``)."""
+        out = {}
+        for i, c in enumerate(columns):
+            col = recorded.column(c)
+            if col is not None and col.type.base == "BIT":
+                out[i] = col.type.length or 1
         return out
 
     def _from_stage(self, value: str, base: str | None) -> str:
@@ -508,11 +538,20 @@ class JdbcSink:
                 "drop or fix the table (docs/database-sink.md)"
             )
         text = parse_create_table(f"CREATE TABLE s (c VARCHAR({_TEMPORAL_TEXT}))").columns[0]
+        number = parse_create_table("CREATE TABLE s (c DECIMAL(20,0))").columns[0]
         temporal = self._temporal(recorded, columns)
+        mysql = self._sg == "mysql"
+        bits = self._bits(recorded, columns)
         staged = TableSchema(
             columns=(
                 *(
-                    (text if i in temporal else recorded.column(c)).renamed(f"c{i}")  # type: ignore[union-attr]
+                    (
+                        text
+                        if i in temporal
+                        else number
+                        if i in bits and mysql
+                        else recorded.column(c)
+                    ).renamed(f"c{i}")  # type: ignore[union-attr]
                     for i, c in enumerate(columns)
                 ),
                 *parse_create_table("CREATE TABLE s (_action CHAR(1))").columns,
@@ -526,7 +565,11 @@ class JdbcSink:
         self._run(conn, _Statement(sql))
         frame = rows.select(
             *(
-                _staged_value(F.col(ident(c)), temporal.get(i)).alias(f"c{i}")
+                (
+                    _staged_bit(F.col(ident(c)), mysql, bits[i])
+                    if i in bits
+                    else _staged_value(F.col(ident(c)), temporal.get(i))
+                ).alias(f"c{i}")
                 for i, c in enumerate(columns)
             ),
             F.col("_action"),
@@ -704,9 +747,17 @@ class JdbcSink:
         types = self.columns(target)
         kinds: dict[str, tuple[Any, bool, bool]] = {}
         times = set()  # TIME columns: read as the count of microseconds the job keeps
+        # BIT columns (PostgreSQL's BOOLEAN is a BIT(1)'s): their length, read as the
+        # number, made MySQL's bytes of it as on Delta (_staged_bit)
+        bits: dict[str, int] = {}
         for f in frame.schema.fields:
             db = types.get(f.name.lower(), "").lower()
-            if db.startswith("interval") or (db.startswith("time") and "stamp" not in db):
+            bit = re.fullmatch(r"bit\((\d+)\)", db)
+            if bit is not None and self._sg == "mysql":
+                bits[f.name] = int(bit[1])
+            elif db == "boolean" and self.dialect == "postgresql":
+                bits[f.name] = 1
+            elif db.startswith("interval") or (db.startswith("time") and "stamp" not in db):
                 times.add(f.name)
             elif f.dataType.typeName() in ("date", "timestamp", "timestamp_ntz"):
                 if self._sg == "mysql":  # TIMESTAMP: an instant, shown in the session's zone
@@ -718,12 +769,20 @@ class JdbcSink:
                 # TIMESTAMP would be read in the session's zone)
                 spark_type = f.dataType if day or zoned else TimestampNTZType()
                 kinds[f.name] = (spark_type, day, zoned)
-        if not kinds and not times:
+        if not kinds and not times and not bits:
             return frame
         pg = self.dialect == "postgresql"
         select = []
         for c in frame.columns:
             q = self._q(c)
+            if c in bits:
+                number = (
+                    f"CASE WHEN {q} THEN 1 WHEN NOT {q} THEN 0 END"
+                    if pg
+                    else (f"CAST({q} AS UNSIGNED)")
+                )
+                select.append(f"{number} AS {q}")
+                continue
             if c in times:  # exact: both give a TIME's seconds with their microseconds
                 seconds = f"EXTRACT(EPOCH FROM {q})" if pg else f"TIME_TO_SEC({q})"
                 whole = "BIGINT" if pg else "SIGNED"
@@ -744,7 +803,9 @@ class JdbcSink:
         read = reader(query=f"SELECT {', '.join(select)} FROM {self._table(target)}").load()
         out: DataFrame = read.select(
             *(
-                (F.concat(F.col(ident(c)), F.lit("Z")) if kinds[c][2] else F.col(ident(c)))
+                _bit_bytes(F.col(ident(c)), bits[c]).alias(c)
+                if c in bits
+                else (F.concat(F.col(ident(c)), F.lit("Z")) if kinds[c][2] else F.col(ident(c)))
                 .cast(kinds[c][0])
                 .alias(c)
                 if c in kinds

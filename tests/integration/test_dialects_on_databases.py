@@ -279,7 +279,20 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
         whole, _, frac = sec.partition(".")
         return sign * ((int(h) * 3600 + int(m) * 60 + int(whole)) * 10**6 + int(frac.ljust(6, "0")))
 
+    def bits(text: str) -> tuple[int, str]:  # a BIT's number, and its bytes as the job keeps them
+        if text in ("true", "false"):
+            return int(text == "true"), "0" + str(int(text == "true"))
+        raw = base64.b64decode(text)
+        return int.from_bytes(raw, "little"), raw[::-1].hex()
+
     def literal(t: ColumnType, text: str, dialect: str) -> str:  # the converted value
+        if t.base == "BIT":  # as the sink stages it (jdbc_sink._staged_bit)
+            number, hexed = bits(text)
+            if dialect == "mariadb":
+                return str(number)
+            if (t.length or 1) == 1:
+                return "true" if number else "false"
+            return f"decode('{hexed}', 'hex')"
         if t.base == "TIME" and text.lstrip("-").isdigit() and len(text.lstrip("-")) <= 18:
             # a count, staged as [-]h:mm:ss.ffffff (streaming.storage.jdbc_sink)
             us = abs(int(text))
@@ -299,6 +312,9 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
         return "'" + text.replace("'", "''") + "'"
 
     def back(t: ColumnType, text: str, dialect: str) -> str:  # the value as read back
+        if t.base == "BIT":
+            number, hexed = bits(text)
+            return hexed if dialect != "mariadb" and (t.length or 1) > 1 else str(number)
         if t.base == "TIME":  # as the sink reads it: its count of microseconds
             return str(micros(text))
         if t.base in BYTES:
@@ -309,6 +325,14 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
         return ",".join(sorted(set(value.split(",")) - {""})) if t.base == "SET" else value
 
     def read(t: ColumnType, i: int, dialect: str) -> str:  # the column's select expression
+        if t.base == "BIT":  # as JdbcSink.read reads it, before making it bytes again
+            if dialect == "mariadb":
+                return f"CAST(c{i} AS UNSIGNED)"
+            return (
+                f"CASE WHEN c{i} THEN 1 ELSE 0 END"
+                if (t.length or 1) == 1
+                else (f"encode(c{i}, 'hex')")
+            )
         if t.base == "TIME":  # its count of microseconds, as JdbcSink.read gives it
             if dialect == "mariadb":
                 return f"CAST(CAST(TIME_TO_SEC(c{i}) * 1000000 AS SIGNED) AS CHAR)"

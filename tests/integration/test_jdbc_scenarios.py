@@ -42,6 +42,7 @@ SUBSET = [
     "beyond/dates-before-the-gregorian-switch-keep-their-day-optimistic.yaml",
     "beyond/ignored-modify-then-unfit-value-dead-letter-database-optimistic.yaml",
     "moves/split-by-keys.yaml",
+    "beyond/bit-columns-keep-their-values-optimistic.yaml",
 ]
 CASES = [(sink, f) for sink in ("mariadb", "postgresql") for f in SUBSET]
 

@@ -46,8 +46,6 @@ DEAD_LETTERS_NOT_MARIADB = [
 # one on MariaDB and MySQL only (PostgreSQL's TEXT and SMALLINT take its values)
 MYSQL_FAMILY_ONLY = [DEAD_LETTERS_NOT_MARIADB[0]]
 DATABASE_ONLY = [DEAD_LETTERS_NOT_MARIADB[1]]
-# BIT values on Delta only: the database sinks do not stage them right yet (the file says)
-BIT_DELTA_ONLY = ROOT / "beyond" / "bit-columns-keep-their-values-optimistic.yaml"
 DELTA_ONLY = [DEAD_LETTERS_NOT_MARIADB[2]]
 
 
@@ -68,7 +66,7 @@ def test_select_keeps_the_files_that_list_the_engine() -> None:
     assert select(ALL, "spark") == [p for p in ALL if p not in not_spark]
     on_delta = [p for p in ALL if p not in not_spark + DATABASE_ONLY + MYSQL_FAMILY_ONLY]
     assert select(ALL, "spark", "delta") == on_delta
-    on_mariadb = [p for p in ALL if p not in [*not_spark, *DELTA_ONLY, BIT_DELTA_ONLY]]
+    on_mariadb = [p for p in ALL if p not in not_spark + DELTA_ONLY]
     assert select(ALL, "spark", "mariadb") == on_mariadb
     on_postgresql = [p for p in on_mariadb if p not in MYSQL_FAMILY_ONLY]
     assert select(ALL, "spark", "postgresql") == on_postgresql

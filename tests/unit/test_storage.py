@@ -297,6 +297,18 @@ LIMIT_CASES = [
     ("DECIMAL(40,2)", "", False, False),
     ("DECIMAL(40,2)", ".", False, False),
     ("DECIMAL(40,0)", "1e5", False, False),
+    # BIT: Debezium's boolean for BIT(1), else base64 of the bytes, least significant
+    # first; MariaDB/MySQL refuse more bits than n, PostgreSQL's BOOLEAN (a BIT(1)) would
+    # store any other number as true; its BYTEA (a BIT(n > 1)) takes any bytes
+    ("BIT(1)", "true", True, True),
+    ("BIT(1)", "false", True, True),
+    ("BIT(1)", B64(b"\x02"), False, False),
+    ("BIT(16)", B64((258).to_bytes(2, "little")), True, True),
+    ("BIT(12)", B64((4095).to_bytes(2, "little")), True, True),
+    ("BIT(12)", B64((4096).to_bytes(2, "little")), False, True),
+    ("BIT(8)", B64(b"\x01\x00"), True, True),  # a longer value of few bits
+    ("BIT(64)", B64(b"\xff" * 8), True, True),
+    ("BIT(64)", B64(b"\xff" * 8 + b"\x01"), False, True),
 ]
 # Rounded by the database (stored changed, not a case of LIMIT_CASES): (text, fits)
 WIDE_DECIMAL_ROUNDED = [
