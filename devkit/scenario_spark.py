@@ -44,6 +44,7 @@ from coordinator.scenario.moving import CopyTool
 from coordinator.scenario.observe import Observation, SeenDeadLetter, check, sorted_rows
 from coordinator.scenario.runner import ScenarioResult, run_memory, skipped
 from coordinator.scenario.upstream import RowEvent, Upstream, UpstreamError
+from coordinator.scenario.values import bit_number
 from coordinator.state import restore
 from schemas.ddl import parse_create_table
 from shardmerge.errors import ShardMergeError
@@ -501,8 +502,8 @@ class _Run:
             bits = {c.name.lower() for c in schema.columns if c.type.base == "BIT"}
             for row in found if bits else []:
                 for k, v in row.items():
-                    if k.lower() in bits and isinstance(v, bytes | bytearray):
-                        row[k] = int.from_bytes(v, "big")
+                    if k.lower() in bits:
+                        row[k] = bit_number(v)
             column = self.scenario.extract.source_column if self.scenario.extract else None
             if column:
                 for row in found:

@@ -10,7 +10,7 @@ from typing import Any
 from schemas.model import Column, string_value
 from schemas.storage import value_text
 
-__all__ = ["canonical", "downstream_value", "fill_value", "literal_value"]
+__all__ = ["bit_number", "canonical", "downstream_value", "fill_value", "literal_value"]
 
 
 def literal_value(sql: str) -> Any:
@@ -45,10 +45,16 @@ def downstream_value(column: Column, value: Any) -> Any:
     values as they are."""
     if column.type.base == "TIME":
         return value_text(value)
-    if column.type.base == "BIT" and isinstance(value, bytes | bytearray):
-        return int.from_bytes(value, "big")
+    if column.type.base == "BIT":
+        return bit_number(value)
     zero = isinstance(value, str) and value.startswith("0000-00-00")
     return None if zero and column.type.base in ("DATE", "DATETIME", "TIMESTAMP") else value
+
+
+def bit_number(value: Any) -> Any:
+    """A BIT value as the files write it, its number: the bytes downstream keeps (MySQL's,
+    most significant first) read as one; another value as it is."""
+    return int.from_bytes(value, "big") if isinstance(value, bytes | bytearray) else value
 
 
 _DATETIME = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?$")

@@ -243,12 +243,9 @@ class JdbcSink:
     def _bits(recorded: TableSchema, columns: list[str]) -> dict[int, int]:
         """The positions of ``columns`` whose shard type is BIT, with its length
         (``_staged_bit``)."""
-        out = {}
-        for i, c in enumerate(columns):
-            col = recorded.column(c)
-            if col is not None and col.type.base == "BIT":
-                out[i] = col.type.length or 1
-        return out
+        found = {i: recorded.column(c) for i, c in enumerate(columns)}
+        bits = {i: col for i, col in found.items() if col and col.type.base == "BIT"}
+        return {i: col.type.length or 1 for i, col in bits.items()}
 
     def _from_stage(self, value: str, base: str | None) -> str:
         """A staged value (SQL) as the table's column takes it: PostgreSQL casts temporal
@@ -779,7 +776,7 @@ class JdbcSink:
                 number = (
                     f"CASE WHEN {q} THEN 1 WHEN NOT {q} THEN 0 END"
                     if pg
-                    else (f"CAST({q} AS UNSIGNED)")
+                    else f"CAST({q} AS UNSIGNED)"
                 )
                 select.append(f"{number} AS {q}")
                 continue
