@@ -15,6 +15,7 @@ import re
 from schemas.debezium_enum import value_map
 from schemas.model import SPATIAL_TYPES, ColumnType, TableSchema, string_value
 from schemas.storage import (
+    BASE64,
     JSON_NUL,
     JSON_PATTERNS,
     PLAIN_DECIMAL,
@@ -213,20 +214,21 @@ def value_expr(t: ColumnType, text: str) -> str:
         return _temporal_expr(t, text)
     if t.base in SPATIAL_TYPES:
         # Debezium sends a geometry as {"wkb": base64, "srid": n}: the WKB is the value.
-        return f"unbase64(coalesce(get_json_object({text}, '$.wkb'), {text}))"
+        return _unbase64(f"coalesce(get_json_object({text}, '$.wkb'), {text})")
     if t.base == "BIT":
         # Debezium sends BIT(1) as a JSON boolean and BIT(n) as base64 of the value's
         # bytes, least significant first (io.debezium.data.Bits); stored as MySQL's own
         # bytes of the value, most significant first (what CAST(b AS BINARY) gives there,
         # and what a MariaDB or MySQL BIT(n) column takes).
+        # Text that is not base64 is NULL (unfit), as _unbase64 has it.
         return (
-            f"CASE WHEN {text} IS NULL THEN NULL "
-            f"WHEN {text} = 'true' THEN X'01' WHEN {text} = 'false' THEN X'00' "
-            f"ELSE unhex(concat_ws('', reverse(regexp_extract_all(hex(unbase64({text})), "
+            f"CASE WHEN {text} = 'true' THEN X'01' WHEN {text} = 'false' THEN X'00' "
+            f"WHEN {text} RLIKE {_BASE64_SQL} "
+            f"THEN unhex(concat_ws('', reverse(regexp_extract_all(hex(unbase64({text})), "
             f"{string('..')}, 0)))) END"
         )
     if target == "BINARY":
-        return f"unbase64({text})"
+        return _unbase64(text)
     if target == "STRING":
         return text
     if target in _INTEGRAL:
@@ -237,6 +239,17 @@ def value_expr(t: ColumnType, text: str) -> str:
 
 
 _INTEGRAL = {"TINYINT", "SMALLINT", "INT", "BIGINT"}
+
+
+# schemas.storage.BASE64 over the whole text (``\z``: Java's ``$`` would also match before a
+# final line break).
+_BASE64_SQL = string(f"^{BASE64.pattern}\\z")
+
+
+def _unbase64(text: str) -> str:
+    """The bytes of base64 ``text`` (an expression), NULL when it is not base64 as CDC
+    tools write it (``schemas.storage.Bytes``): unfit, a dead letter."""
+    return f"CASE WHEN {text} RLIKE {_BASE64_SQL} THEN unbase64({text}) END"
 
 
 def _temporal_expr(t: ColumnType, text: str) -> str:

@@ -134,6 +134,28 @@ CASES = [
     ("TIMESTAMP", "1700000000", False),  # a TIMESTAMP is text
     ("TIMESTAMP", "0000-00-00 00:00:00", True),
     ("TIMESTAMP", "garbage", False),
+    # bytes: base64 as CDC tools write it (standard alphabet, padded), nothing else
+    ("BLOB", "", True),
+    ("BLOB", "YQ==", True),
+    ("BLOB", "YWI=", True),
+    ("VARBINARY(9)", "YWJj", True),
+    ("BINARY(4)", "A", False),  # Java's decoder fails on a short last unit
+    ("BLOB", "YQ", False),  # unpadded
+    ("BLOB", "ab!c", False),  # Java's decoder would skip the '!'
+    ("BLOB", "YQ==YQ==", False),
+    ("BLOB", " YWJj", False),
+    ("BLOB", "YWJj\n", False),  # Java's $ would match before the line break
+    ("BLOB", "YWJj-_==", False),  # URL-safe base64
+    ("LONGBLOB", "QUJD" * 50_000, True),  # no recursion per group in Java's regex
+    ("BIT(1)", "true", True),
+    ("BIT(8)", "AQ==", True),
+    ("BIT(8)", "1", False),
+    ("BIT(8)", "yes", False),
+    ("GEOMETRY", '{"wkb":"AQ==","srid":0}', True),
+    ("POINT", "AQ==", True),
+    ("GEOMETRY", '{"wkb":"A","srid":0}', False),
+    ("GEOMETRY", '{"srid":0}', False),
+    ("GEOMETRY", '{"wkb":1234}', True),  # get_json_object gives the number's text
 ]
 
 
