@@ -181,6 +181,8 @@ def project_actions(
         if {"format", "op"} <= set(rows.columns)
         else "false"
     )
+    # Bytes, BIT and spatial values are written differently by each CDC tool.
+    fmt = "format" if "format" in rows.columns else None
     projected = []
     unfit = []
     for col in schema.columns:
@@ -189,7 +191,7 @@ def project_actions(
             continue
         got = map_get("_change.img", col.key)
         fill = literal_expr(col.type, col.fill_sql())
-        value = value_expr(col.type, debezium_member_expr(col.type, got, binlog))
+        value = value_expr(col.type, debezium_member_expr(col.type, got, binlog), fmt)
         projected.append(
             F.expr(
                 f"CASE WHEN map_contains_key(_change.img, {string(col.key)}) "

@@ -206,29 +206,51 @@ def _time_past(bound: Limit, value: str) -> str:
     )
 
 
-def value_expr(t: ColumnType, text: str) -> str:
+def value_expr(t: ColumnType, text: str, fmt: str | None = None) -> str:
     """A Spark SQL expression converting the text value ``text`` (an expression) to
-    :func:`delta_type` of ``t``."""
+    :func:`delta_type` of ``t``. ``fmt``: an expression naming the CDC format the text
+    came in (``debezium``, ``canal``, ``maxwell``: the event's ``format``), for the types
+    whose text differs by tool (bytes, BIT, spatial); None: Debezium's forms."""
     target = delta_type(t)
     if t.base in ("DATE", "DATETIME", "TIMESTAMP"):
         return _temporal_expr(t, text)
     if t.base in SPATIAL_TYPES:
         # Debezium sends a geometry as {"wkb": base64, "srid": n}: the WKB is the value.
-        return _unbase64(f"coalesce(get_json_object({text}, '$.wkb'), {text})")
+        debezium = _unbase64(f"coalesce(get_json_object({text}, '$.wkb'), {text})")
+        # Canal: MySQL's own value (a 4-byte SRID, then the WKB), a character per byte;
+        # Maxwell sends WKT text, which is not read (NULL: unfit, a dead letter).
+        canal = (
+            f"CASE WHEN length({text}) > 4 AND {text} RLIKE {_LATIN1_SQL} "
+            f"THEN substring(encode({text}, 'ISO-8859-1'), 5) END"
+        )
+        return _by_format(fmt, debezium, canal=canal, maxwell="CAST(NULL AS BINARY)")
     if t.base == "BIT":
         # Debezium sends BIT(1) as a JSON boolean and BIT(n) as base64 of the value's
         # bytes, least significant first (io.debezium.data.Bits); stored as MySQL's own
         # bytes of the value, most significant first (what CAST(b AS BINARY) gives there,
         # and what a MariaDB or MySQL BIT(n) column takes).
         # Text that is not base64 is NULL (unfit), as _unbase64 has it.
-        return (
+        debezium = (
             f"CASE WHEN {text} = 'true' THEN X'01' WHEN {text} = 'false' THEN X'00' "
             f"WHEN {text} RLIKE {_BASE64_SQL} "
             f"THEN unhex(concat_ws('', reverse(regexp_extract_all(hex(unbase64({text})), "
             f"{string('..')}, 0)))) END"
         )
+        # Canal and Maxwell send the value as a number (text, a JSON number): its bytes
+        # as MySQL keeps them, n / 8 of them rounded up; a number the column cannot hold
+        # is unfit (Maxwell writes values from 2^31 on wrongly, some negative).
+        bits = t.length or 1
+        number = (
+            f"CASE WHEN {text} RLIKE {_DIGITS_SQL} "
+            f"AND try_cast({text} AS DECIMAL(20,0)) < {2**bits} "
+            f"THEN unhex(lpad(conv({text}, 10, 16), {2 * ((bits + 7) // 8)}, '0')) END"
+        )
+        return _by_format(fmt, debezium, canal=number, maxwell=number)
     if target == "BINARY":
-        return _unbase64(text)
+        # Canal sends bytes as text, a character per byte (ISO-8859-1); Debezium and
+        # Maxwell as base64.
+        canal = f"CASE WHEN {text} RLIKE {_LATIN1_SQL} THEN encode({text}, 'ISO-8859-1') END"
+        return _by_format(fmt, _unbase64(text), canal=canal)
     if target == "STRING":
         return text
     if target in _INTEGRAL:
@@ -238,12 +260,24 @@ def value_expr(t: ColumnType, text: str) -> str:
     return f"try_cast({text} AS {target})"
 
 
+def _by_format(fmt: str | None, debezium: str, **others: str) -> str:
+    """``debezium``, or, for a record of a tool in ``others``, that tool's expression."""
+    if fmt is None:
+        return debezium
+    cases = " ".join(f"WHEN {fmt} = {string(tool)} THEN {sql}" for tool, sql in others.items())
+    return f"CASE {cases} ELSE {debezium} END"
+
+
 _INTEGRAL = {"TINYINT", "SMALLINT", "INT", "BIGINT"}
 
 
 # schemas.storage.BASE64 over the whole text (``\z``: Java's ``$`` would also match before a
 # final line break).
 _BASE64_SQL = string(f"^{BASE64.pattern}\\z")
+# An unsigned number of up to 20 digits (a BIT value from Canal or Maxwell).
+_DIGITS_SQL = string("^[0-9]{1,20}\\z")
+# Text whose every character is one byte in ISO-8859-1 (Canal's bytes).
+_LATIN1_SQL = string("^[\\x00-\\xFF]*+\\z")
 
 
 def _unbase64(text: str) -> str:

@@ -50,3 +50,46 @@ def test_spark_judges_a_database_columns_limit_as_the_memory_engine(spark: Spark
         exprs.append(f"NOT ({past}) AS c{i}")
     row = spark.sql("SELECT " + ", ".join(exprs)).collect()[0]
     assert [row[f"c{i}"] for i in range(len(cases))] == [fits for *_, fits in cases]
+
+
+# (type, format, the value's text as the job reads it from that tool's record, the bytes
+# it stands for as hex, None: unfit). Canal sends bytes a character per byte (ISO-8859-1)
+# and BIT as a number's text; Maxwell bytes as base64, BIT as a JSON number, and spatial
+# values as WKT (not read); Debezium base64, BIT(1) as a boolean.
+TOOL_CASES = [
+    ("BLOB", "canal", "\x00\xffa", "00FF61"),
+    ("BLOB", "canal", "", ""),
+    ("VARBINARY(9)", "canal", "\u0100", None),  # not one byte in ISO-8859-1
+    ("BLOB", "maxwell", "AP9h", "00FF61"),
+    ("BLOB", "maxwell", "A", None),
+    ("BLOB", "debezium", "AP9h", "00FF61"),
+    ("BIT(16)", "canal", "258", "0102"),
+    ("BIT(16)", "maxwell", "1", "0001"),
+    ("BIT(1)", "canal", "1", "01"),
+    ("BIT(1)", "canal", "0", "00"),
+    ("BIT(1)", "maxwell", "2", None),  # more bits than the column holds
+    ("BIT(12)", "canal", "4095", "0FFF"),
+    ("BIT(12)", "canal", "4096", None),
+    ("BIT(64)", "canal", "18446744073709551615", "FFFFFFFFFFFFFFFF"),
+    ("BIT(64)", "canal", "18446744073709551616", None),
+    ("BIT(64)", "maxwell", "-2147483648", None),  # Maxwell's rendering of 2^31
+    ("BIT(8)", "maxwell", "1e2", None),
+    ("BIT(16)", "debezium", "AgE=", "0102"),  # 258, least significant byte first
+    ("BIT(1)", "debezium", "true", "01"),
+    ("POINT", "canal", "\x00\x00\x00\x00\x01\x01\x00", "010100"),  # SRID 0, then the WKB
+    ("POINT", "canal", "\x00\x00\x00\x00", None),
+    ("POINT", "maxwell", "POINT (1 2)", None),
+    ("GEOMETRY", "debezium", '{"wkb":"AQEA","srid":0}', "010100"),
+]
+
+
+def test_each_tools_bytes_bit_and_spatial_values_convert_to_the_same_bytes(
+    spark: SparkSession,
+) -> None:
+    exprs = [
+        f"hex({value_expr(parse_type(sql), string(text), string(fmt))}) AS c{i}"
+        for i, (sql, fmt, text, _) in enumerate(TOOL_CASES)
+    ]
+    row = spark.sql("SELECT " + ", ".join(exprs)).collect()[0]
+    got = [(sql, fmt, text, row[f"c{i}"]) for i, (sql, fmt, text, _) in enumerate(TOOL_CASES)]
+    assert got == TOOL_CASES
