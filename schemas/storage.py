@@ -55,9 +55,13 @@ MariaDB (its JSON check) and 100 on MySQL. A value past it
 is unfit as well, with the same reason (the job: ``streaming.batch.rows``, from the
 sink's dialect). A string is judged by its characters, trailing spaces included (the
 databases would drop excess spaces silently: the row is a dead letter instead, never
-changed on the way). Not judged yet (a value past them fails the batch and names the
-column): characters the other character sets (``gbk``, ``cp1250``, ...) cannot encode,
-text under their byte limits, and a text a ``JSON`` column refuses for another reason
+changed on the way). Characters a column's character set cannot encode are judged for
+the character sets of :func:`repertoire` (the single-byte ones with a Python codec of
+the same table, and ``gbk``; checked against MariaDB for every code point of the basic
+plane). Not judged yet (a value past them fails the batch and names the column):
+characters of the other character sets (``big5``, ``sjis``, ``euckr``, ``gb2312``,
+``armscii8``, ...), the byte limits of ``TEXT`` types under a multi-byte character set
+other than UTF-8 (``gbk``, ...), and a text a ``JSON`` column refuses for another reason
 than its depth (CDC tools send MySQL's JSON as valid JSON text).
 A shorter ``BINARY(n)`` value is stored padded with zero bytes, as upstream pads it.
 """
@@ -67,6 +71,7 @@ from __future__ import annotations
 import binascii
 import datetime as dt
 import decimal
+import functools
 import json
 import math
 import re
@@ -82,10 +87,11 @@ from schemas.model import SPATIAL_TYPES, Column, ColumnType
 
 __all__ = [
     "BASE64",
+    "CHARSETS",
     "JSON_DEPTH",
     "JSON_PATTERNS",
     "PLAIN_DECIMAL",
-    "REPERTOIRE",
+    "SINGLE_BYTE",
     "TEMPORAL_COUNT",
     "TEMPORAL_COUNTS",
     "TEMPORAL_TEXT",
@@ -106,6 +112,7 @@ __all__ = [
     "json_depth",
     "limit",
     "moment",
+    "repertoire",
     "storage",
     "time_micros",
     "unfit",
@@ -397,7 +404,7 @@ class Limit:
     store the member its collation matches); with ``set_members``, a comma-separated
     list naming anything else (SET; the database keeps a set's members in its own order,
     each once: the same set); with ``outside``, a character its pattern finds (one a
-    column's character set cannot encode, :data:`REPERTOIRE`); with ``json_depth``, a JSON
+    column's character set cannot encode, :func:`repertoire`); with ``json_depth``, a JSON
     text nested deeper than that (:func:`json_depth`)."""
 
     chars: int | None = None
@@ -507,22 +514,68 @@ def _class(chars: list[int]) -> str:
     return "[^" + "".join(parts) + "]"
 
 
-def _latin1() -> list[int]:
-    """MySQL's ``latin1``: Windows-1252, whose five unassigned bytes (0x81, 0x8D, 0x8F,
-    0x90, 0x9D) MySQL and MariaDB read as the C1 controls of the same number."""
-    chars = []
-    for b in range(256):
+# MySQL's character sets whose repertoire the job judges: the Python codec of the same
+# table, and the code points MariaDB maps otherwise (more, fewer). Checked against
+# MariaDB 10.11 for every code point of the basic plane (the database's conversion from
+# utf8mb4 keeps the character, or makes it ``?``): tests/integration/
+# test_dialects_on_databases.py. MySQL's latin1 is Windows-1252, whose five unassigned
+# bytes MariaDB reads as the C1 controls of the same number.
+_CODECS: dict[str, tuple[str, tuple[int, ...], tuple[int, ...]]] = {
+    "ascii": ("ascii", (), ()),
+    "latin1": ("cp1252", (0x81, 0x8D, 0x8F, 0x90, 0x9D), ()),
+    "latin2": ("iso8859_2", (), ()),
+    "latin5": ("iso8859_9", (), ()),
+    "latin7": ("iso8859_13", (), ()),
+    "cp1250": ("cp1250", (), ()),
+    "cp1251": ("cp1251", (), ()),
+    "cp1256": ("cp1256", (), (0x0679, 0x0688, 0x0691, 0x06A9, 0x06BA, 0x06BE, 0x06C1, 0x06D2)),
+    "cp1257": ("cp1257", (), ()),
+    "cp850": ("cp850", (), ()),
+    "cp852": ("cp852", (), ()),
+    "cp866": ("cp866", (0x00B2, 0x207F), (0x00A4, 0x2116)),
+    "greek": ("iso8859_7", (0x02BC, 0x02BD), (0x037A, 0x2018, 0x2019, 0x20AC, 0x20AF)),
+    "hebrew": ("iso8859_8", (0x203E,), (0x00AF,)),
+    "koi8r": ("koi8_r", (), ()),
+    "koi8u": ("koi8_u", (0x2022,), (0x2219,)),
+    "macroman": ("mac_roman", (), ()),
+    "macce": ("mac_latin2", (), ()),
+    "tis620": ("tis_620", (0xFFFD,), ()),
+    "gbk": ("gbk", (), ()),
+}
+# the character sets :func:`repertoire` judges; a byte a character in all but gbk (their
+# TEXT types' byte limits are character limits)
+CHARSETS = tuple(_CODECS)
+SINGLE_BYTE = frozenset(_CODECS) - {"gbk"}
+
+
+def _decoded(codec: str) -> set[int]:
+    """The characters ``codec`` decodes one byte, or (gbk) a lead and a trail byte, to."""
+    units = [bytes([b]) for b in range(256)]
+    if codec == "gbk":
+        units = [bytes([b]) for b in range(128)] + [
+            bytes([a, b]) for a in range(0x81, 0xFF) for b in range(0x40, 0xFF)
+        ]
+    chars: set[int] = set()
+    for unit in units:
         try:
-            chars.append(ord(bytes([b]).decode("cp1252")))
+            text = unit.decode(codec)
         except UnicodeDecodeError:
-            chars.append(b)
+            continue
+        if len(text) == 1:
+            chars.add(ord(text))
     return chars
 
 
-# A character a column of the character set cannot encode (MariaDB and MySQL refuse it in
-# strict mode; checked against MariaDB 10.11 for every code point to U+00FF and the 27 of
-# Windows-1252 above it). The pattern is Java's regex as well (Spark's RLIKE).
-REPERTOIRE = {"latin1": _class(_latin1()), "ascii": _class(list(range(128)))}
+@functools.cache
+def repertoire(charset: str) -> str | None:
+    """A regex (Python's and Java's: Spark's RLIKE) that finds a character a column of
+    MySQL's ``charset`` cannot encode (MariaDB and MySQL refuse it in strict mode); None
+    for a character set the job does not judge."""
+    if charset not in _CODECS:
+        return None
+    codec, more, fewer = _CODECS[charset]
+    return _class(sorted((_decoded(codec) | set(more)) - set(fewer)))
+
 
 # How deep a JSON text nests (arrays and objects in one another: ``[]`` is 1, ``[{}]`` 2),
 # read as Spark reads it (``streaming.sql.spark_types``): every escape (a backslash and the
@@ -646,7 +699,7 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
     cs = (t.charset or charset or DEFAULT_CHARSET).lower() if mysql else DEFAULT_CHARSET
     # three bytes at most (utf8mb3), or two (ucs2): no character past U+FFFF
     bmp = cs in ("utf8", "utf8mb3", "ucs2")
-    outside = REPERTOIRE.get(cs) if mysql else None
+    outside = repertoire(cs) if mysql else None
     if t.base in ("CHAR", "VARCHAR"):
         return Limit(chars=t.length or 1, bmp=bmp, nul=not mysql, outside=outside)
     if t.base in ("DATE", "DATETIME", "TIMESTAMP"):
@@ -677,11 +730,12 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
     if t.base in TEXT_BYTES:
         if cs.startswith("utf8"):
             return Limit(max_bytes=TEXT_BYTES[t.base], bmp=bmp)
-        if cs in ("latin1", "ascii"):  # a byte per character
+        if cs in SINGLE_BYTE:  # a byte per character
             return Limit(chars=TEXT_BYTES[t.base], outside=outside)
         if cs == "ucs2":  # its byte limits not judged
             return Limit(bmp=True)
-        return None  # other character sets: not judged
+        # gbk: its repertoire, not its byte limits; other character sets: not judged
+        return Limit(outside=outside) if outside is not None else None
     if t.base in _BLOB_BYTES:
         return Limit(max_bytes=_BLOB_BYTES[t.base], base64=True)
     if t.base in ("BINARY", "VARBINARY"):

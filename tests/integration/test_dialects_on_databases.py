@@ -392,3 +392,34 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
     # and the stated expectations are what both say
     assert stored["mariadb"] == [c[2] for c in LIMIT_CASES]
     assert stored["postgresql"] == [c[3] for c in LIMIT_CASES]
+
+
+def test_mariadb_encodes_exactly_the_characters_of_each_judged_repertoire(mariadb):
+    """schemas.storage.repertoire against MariaDB, every code point of the basic plane:
+    the database's conversion from utf8mb4 to the character set keeps a character
+    exactly when the repertoire's pattern does not find it (a character it cannot keep
+    becomes ``?``, and is refused by a strict INSERT)."""
+    import re
+
+    from schemas.storage import CHARSETS, repertoire
+
+    points = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
+    table = f"{_q(DB)}.points"
+    mariadb.execute(
+        f"CREATE TABLE {table} (c INT PRIMARY KEY, "
+        "s VARCHAR(1) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)"
+    )
+    with mariadb.connect() as conn, conn.cursor() as cur:
+        for i in range(0, len(points), 8192):
+            cur.executemany(
+                f"INSERT INTO {table} VALUES (%s, %s)", [(c, chr(c)) for c in points[i : i + 8192]]
+            )
+        conn.commit()
+    for charset in CHARSETS:
+        kept = mariadb.execute(
+            f"SELECT c FROM {table} WHERE CAST(CONVERT(CONVERT(s USING {charset}) "
+            "USING utf8mb4) AS BINARY) = CAST(s AS BINARY)"
+        )
+        pattern = re.compile(repertoire(charset) or "")
+        ours = [c for c in points if not pattern.search(chr(c))]
+        assert sorted(c for (c,) in kept) == ours, charset

@@ -302,6 +302,17 @@ LIMIT_CASES = [
     ("TEXT CHARACTER SET latin1", "ok\U0001f600", False, True),
     ("CHAR(2) CHARACTER SET ascii", "a\x7f", True, True),
     ("CHAR(2) CHARACTER SET ascii", "éa", False, True),
+    ("VARCHAR(3) CHARACTER SET cp1250", "łś€", True, True),
+    ("VARCHAR(3) CHARACTER SET cp1250", "ñ", False, True),  # not in Windows-1250
+    ("TEXT CHARACTER SET cp1250", "Ő", True, True),
+    ("VARCHAR(3) CHARACTER SET gbk", "中文ア", True, True),
+    ("VARCHAR(3) CHARACTER SET gbk", "한", False, True),  # Hangul: not in GBK
+    ("VARCHAR(3) CHARACTER SET gbk", "\U0001f600", False, True),
+    ("TEXT CHARACTER SET gbk", "文ā", True, True),
+    ("TEXT CHARACTER SET gbk", "\u20ac", False, True),  # MariaDB's gbk has no euro sign
+    ("MEDIUMTEXT CHARACTER SET gbk", "\u0e01", False, True),  # Thai
+    ("VARCHAR(2) CHARACTER SET greek", "ʼΩ", True, True),  # MariaDB's own table
+    ("VARCHAR(2) CHARACTER SET greek", "€", False, True),
     ("VARCHAR(3) CHARACTER SET ucs2", "aé€", True, True),
     ("VARCHAR(3) CHARACTER SET ucs2", "a\U0001f600", False, True),
     ("TEXT CHARACTER SET ucs2", "a\U0001f600", False, True),
