@@ -83,7 +83,7 @@ from typing import Any
 from schemas._apply import TEXT_BYTES
 from schemas._types import day_exists
 from schemas.dialects import DEFAULT_CHARSET, mysql_family
-from schemas.model import SPATIAL_TYPES, Column, ColumnType
+from schemas.model import SPATIAL_TYPES, Column, ColumnType, string_value
 
 __all__ = [
     "BASE64",
@@ -111,6 +111,7 @@ __all__ = [
     "floating",
     "json_depth",
     "limit",
+    "literal_bytes",
     "moment",
     "repertoire",
     "storage",
@@ -646,6 +647,40 @@ def bit_length(text: str) -> int:
     except binascii.Error:
         return 0
     return int.from_bytes(raw, "little").bit_length()
+
+
+_HEX_LITERAL = re.compile(r"[xX]'([0-9A-Fa-f]*)'")
+_BIT_LITERAL = re.compile(r"[bB]'([01]*)'")
+
+
+def literal_bytes(t: ColumnType, sql: str) -> bytes | None:
+    """The bytes a normalised MySQL literal (a default, or the implicit value: ``x'00FF'``,
+    ``b'101'``, ``'ab'``, ``5``) stands for in a column of type ``t`` as the downstream
+    keeps it: a BIT(n) value as n / 8 bytes rounded up, most significant first (what
+    ``CAST(b AS BINARY)`` gives in MySQL), a BINARY(n) value padded with zero bytes to n,
+    a string's bytes in UTF-8. None: ``t`` holds no bytes (or a spatial value), or
+    ``sql`` is NULL or an expression."""
+    if t.base not in _BYTES:
+        return None
+    if m := _HEX_LITERAL.fullmatch(sql):
+        digits = m[1]
+        raw = bytes.fromhex(digits.rjust(len(digits) + len(digits) % 2, "0"))
+    elif m := _BIT_LITERAL.fullmatch(sql):
+        number = int(m[1] or "0", 2)
+        raw = number.to_bytes((len(m[1]) + 7) // 8, "big")
+    elif len(sql) >= 2 and sql[0] == sql[-1] == "'":
+        raw = string_value(sql).encode("utf-8", "surrogatepass")
+    elif sql.isdigit():
+        number = int(sql)
+        raw = number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
+    else:
+        return None
+    if t.base == "BIT":
+        number, width = int.from_bytes(raw, "big"), ((t.length or 1) + 7) // 8
+        return number.to_bytes(max(width, (number.bit_length() + 7) // 8), "big")
+    if t.base == "BINARY":
+        return raw.ljust(t.length or 1, b"\x00")
+    return raw
 
 
 def _bytes(text: str, base64: bool) -> int:

@@ -8,7 +8,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from schemas.model import Column, string_value
-from schemas.storage import value_text
+from schemas.storage import literal_bytes, value_text
 
 __all__ = ["bit_number", "canonical", "downstream_value", "fill_value", "literal_value"]
 
@@ -34,7 +34,8 @@ def fill_value(column: Column) -> Any:
     """The value a row lacking ``column`` gets (its default, NULL or MySQL's implicit).
     MySQL's zero date has no value downstream: NULL, as the streaming sink writes it
     (``streaming.sql.spark_types.literal_expr``)."""
-    return downstream_value(column, literal_value(column.fill_sql()))
+    raw = literal_bytes(column.type, column.fill_sql())  # BIT, BINARY, BLOB: their bytes
+    return downstream_value(column, raw if raw is not None else literal_value(column.fill_sql()))
 
 
 def downstream_value(column: Column, value: Any) -> Any:

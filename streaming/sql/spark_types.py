@@ -27,6 +27,7 @@ from schemas.storage import (
     TIME_TEXT,
     ZERO_DATE,
     Limit,
+    literal_bytes,
 )
 from streaming.sql.quoting import ident, literal, string
 
@@ -350,6 +351,9 @@ def literal_expr(t: ColumnType, sql_literal: str) -> str:
         return literal(None, delta_type(t))
     if sql_literal.upper().startswith("CURRENT_TIMESTAMP"):
         return f"CAST(current_timestamp() AS {delta_type(t)})"
+    raw = literal_bytes(t, sql_literal)
+    if raw is not None:  # a BIT, BINARY or BLOB value: its bytes, known here
+        return f"X'{raw.hex()}'"
     quoted = len(sql_literal) >= 2 and sql_literal[0] == sql_literal[-1] == "'"
     text = string_value(sql_literal) if quoted else sql_literal
     if t.base in ("DATE", "DATETIME", "TIMESTAMP"):

@@ -93,3 +93,19 @@ def test_each_tools_bytes_bit_and_spatial_values_convert_to_the_same_bytes(
     row = spark.sql("SELECT " + ", ".join(exprs)).collect()[0]
     got = [(sql, fmt, text, row[f"c{i}"]) for i, (sql, fmt, text, _) in enumerate(TOOL_CASES)]
     assert got == TOOL_CASES
+
+
+def test_a_bytes_columns_fill_is_the_literals_bytes(spark: SparkSession) -> None:
+    """A row lacking a BIT, BINARY or BLOB column gets its default's bytes (a bit or hex
+    literal was read as base64 before: NULL or other bytes)."""
+    from schemas.ddl import parse_create_table
+    from streaming.sql.spark_types import literal_expr
+    from tests.unit.test_storage import LITERAL_BYTES
+
+    cases = [(column, hexed) for column, hexed in LITERAL_BYTES if hexed is not None]
+    exprs = []
+    for i, (column, _) in enumerate(cases):
+        (c,) = parse_create_table(f"CREATE TABLE t ({column})").columns
+        exprs.append(f"lower(hex({literal_expr(c.type, c.fill_sql())})) AS c{i}")
+    row = spark.sql("SELECT " + ", ".join(exprs)).collect()[0]
+    assert [(column, row[f"c{i}"]) for i, (column, _) in enumerate(cases)] == cases

@@ -12,9 +12,10 @@ import pytest
 
 from coordinator.ids import ShardId, TargetId
 from coordinator.scenario.downstream import MemoryTable
+from coordinator.scenario.values import fill_value
 from schemas.ddl import parse_create_table, parse_type
 from schemas.model import Column
-from schemas.storage import Limit, floating, limit, storage, unfit, value_text
+from schemas.storage import Limit, floating, limit, literal_bytes, storage, unfit, value_text
 from streaming.sql.spark_types import delta_type
 
 TYPES = [
@@ -464,3 +465,34 @@ def test_a_row_without_its_key_or_with_a_column_no_ddl_explains_is_a_dead_letter
     assert why.startswith("row of shard s1.db1.tb1 has column(s) b that the target lacks; ")
     assert t.write(S1, None, {"id": 1, "B": 1}, {}, lenient=True) is None  # projected
     assert t.rows == {(1,): {"id": 1, "a": None, "d": None}}
+
+
+# (the column, the literal it gets filled with: its default or implicit value, the bytes
+# downstream keeps, as hex; None: not a bytes value). Shared with the integration test,
+# which asks Spark for the literal's value (streaming.sql.spark_types.literal_expr).
+LITERAL_BYTES = [
+    ("a BIT(8) DEFAULT 0b101", "05"),
+    ("a BIT(16) DEFAULT b'101'", "0005"),  # n / 8 bytes rounded up, as CAST(a AS BINARY)
+    ("a BIT(4) DEFAULT 5", "05"),
+    ("a BIT(1) DEFAULT TRUE", "01"),
+    ("a BIT(16) NOT NULL", "0000"),  # MySQL's implicit value
+    ("a BIT(8) DEFAULT x'7F'", "7f"),
+    ("a BINARY(2) DEFAULT 0xF", "0f00"),  # padded with zero bytes, as MySQL does
+    ("a BINARY(3) NOT NULL", "000000"),
+    ("a VARBINARY(3) DEFAULT X'AbC0'", "abc0"),
+    ("a VARBINARY(8) DEFAULT 'é''x'", "c3a92778"),  # a string's UTF-8 bytes
+    ("a BLOB NOT NULL", ""),
+    ("a VARBINARY(3) DEFAULT NULL", None),
+    ("a VARCHAR(3) DEFAULT 'x'", None),
+]
+
+
+@pytest.mark.parametrize(("column", "hexed"), LITERAL_BYTES)
+def test_a_bytes_literal_is_the_bytes_mysql_stores(column: str, hexed: str | None) -> None:
+    (c,) = parse_create_table(f"CREATE TABLE t ({column})").columns
+    raw = literal_bytes(c.type, c.fill_sql())
+    assert (None if raw is None else raw.hex()) == hexed
+    if c.type.base == "BIT":  # the memory engine's fill: the value's number
+        assert fill_value(c) == int(hexed or "0", 16)
+    elif hexed is not None:
+        assert fill_value(c) == bytes.fromhex(hexed)
