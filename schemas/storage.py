@@ -801,6 +801,10 @@ def value_text(value: Any) -> str | None:
     return json.dumps(value, separators=(",", ":"), default=str)
 
 
+def _binary(base: str) -> bool:
+    return base in ("BINARY", "VARBINARY") or base.endswith("BLOB")
+
+
 def unfit(
     column: Column, value: Any, dialect: str | None = None, charset: str | None = None
 ) -> str | None:
@@ -811,6 +815,11 @@ def unfit(
         # a number (a scenario file's): as Debezium sends it, its bytes least significant
         # first in base64
         raw = value.to_bytes(max(1, (value.bit_length() + 7) // 8), "little")
+        value = binascii.b2a_base64(raw, newline=False).decode("ascii")
+    elif _binary(column.type.base) and isinstance(value, str | bytes):
+        # a string (a scenario file's) or bytes: as Debezium sends them, base64 of the
+        # bytes (a string's in UTF-8; devkit.connect)
+        raw = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
         value = binascii.b2a_base64(raw, newline=False).decode("ascii")
     text = value_text(value)
     if text is None:

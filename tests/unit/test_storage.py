@@ -496,3 +496,11 @@ def test_a_bytes_literal_is_the_bytes_mysql_stores(column: str, hexed: str | Non
         assert fill_value(c) == int(hexed or "0", 16)
     elif hexed is not None:
         assert fill_value(c) == bytes.fromhex(hexed)
+
+
+def test_a_bytes_value_of_a_file_is_judged_as_debezium_sends_it() -> None:
+    b = Column("b", parse_type("VARBINARY(3)"))
+    assert unfit(b, "abc") is None and unfit(b, b"\x00\xff") is None  # base64 on the wire
+    assert unfit(b, "abcd", "mariadb") == (
+        "value YWJjZA== of column b does not fit the target type VARBINARY(3)"
+    )
