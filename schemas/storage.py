@@ -50,8 +50,9 @@ no character past U+FFFF under ``utf8mb3`` or ``ucs2``, only characters ``latin1
 ``ascii`` encode under those, an ``ENUM`` value one of the members as written, a ``SET``
 value naming only members, a ``DECIMAL`` wider than 38 digits (text on Delta) a plain
 decimal number the column holds, a ``FLOAT`` or ``DOUBLE`` a number (no NaN, no infinity:
-Spark's ``FLOAT`` past its range is one), a ``JSON`` text nested at most 31 deep on
-MariaDB (its JSON check) and 100 on MySQL. A value past it
+Spark's ``FLOAT`` past its range is one), a ``JSON`` text that is JSON (RFC 8259:
+:func:`json_valid`; on PostgreSQL too), nested at most 31 deep on MariaDB (its JSON
+check) and 100 on MySQL. A value past it
 is unfit as well, with the same reason (the job: ``streaming.batch.rows``, from the
 sink's dialect). A string is judged by its characters, trailing spaces included (the
 databases would drop excess spaces silently: the row is a dead letter instead, never
@@ -61,8 +62,8 @@ the same table, and ``gbk``; checked against MariaDB for every code point of the
 plane). Not judged yet (a value past them fails the batch and names the column):
 characters of the other character sets (``big5``, ``sjis``, ``euckr``, ``gb2312``,
 ``armscii8``, ...), the byte limits of ``TEXT`` types under a multi-byte character set
-other than UTF-8 (``gbk``, ...), and a text a ``JSON`` column refuses for another reason
-than its depth (CDC tools send MySQL's JSON as valid JSON text).
+other than UTF-8 (``gbk``, ...), and a JSON text a database refuses for another reason
+than its grammar and depth (a number past PostgreSQL's numeric range).
 A shorter ``BINARY(n)`` value is stored padded with zero bytes, as upstream pads it.
 """
 
@@ -88,8 +89,15 @@ from schemas.model import SPATIAL_TYPES, Column, ColumnType, string_value
 __all__ = [
     "BASE64",
     "CHARSETS",
+    "JSON_ARRAY",
+    "JSON_BLANK",
+    "JSON_CONTROL",
     "JSON_DEPTH",
+    "JSON_ESCAPES",
+    "JSON_OBJECT",
     "JSON_PATTERNS",
+    "JSON_SCALAR",
+    "JSON_STRING",
     "PLAIN_DECIMAL",
     "SINGLE_BYTE",
     "TEMPORAL_COUNT",
@@ -110,6 +118,7 @@ __all__ = [
     "bit_length",
     "floating",
     "json_depth",
+    "json_valid",
     "limit",
     "literal_bytes",
     "moment",
@@ -439,6 +448,8 @@ class Limit:
     wide: tuple[int, int] | None = None
     # a ``BIT(n)`` value: no more than ``bits`` significant bits (:func:`bit_length`)
     bits: int | None = None
+    # a ``JSON`` value: valid JSON with these escapes (:func:`json_valid`'s ``escapes``)
+    json_valid: str | None = None
 
     def admits(self, text: str) -> bool:
         """Whether the value, as its Delta domain admitted it, is inside the limit."""
@@ -476,6 +487,8 @@ class Limit:
         if self.outside is not None and re.search(self.outside, text):
             return False
         if self.json_depth is not None and json_depth(text) > self.json_depth:
+            return False
+        if self.json_valid is not None and not json_valid(text, self.json_valid):
             return False
         if self.bits is not None and bit_length(text) > self.bits:
             return False
@@ -598,6 +611,48 @@ def json_depth(text: str) -> int:
     return deepest
 
 
+# A JSON text as RFC 8259 has it, judged the same way in Python and in Spark (SQL of the
+# same patterns, in the same order; no regex that recurses per character in Java): a
+# control character but whitespace anywhere is no JSON (JSON_CONTROL: a string holds one
+# escaped); else every valid escape made one character (an escapes pattern), every
+# string made U+0001 (JSON_STRING), every number, true, false and null U+0002
+# (JSON_SCALAR), whitespace taken out; then, again and again, every innermost array
+# (JSON_ARRAY) and object (JSON_OBJECT) of those made U+0002. The text is JSON when one
+# U+0001 or U+0002 is left (:func:`json_valid`).
+# A \u escape of half a surrogate pair alone is refused (MariaDB's JSON check and
+# PostgreSQL's jsonb refuse it); MariaDB's check takes a backslash before any other
+# character (``"\x41"``; checked against MariaDB 10.11).
+_PAIR = (
+    r"u[dD][89abAB][0-9A-Fa-f]{2}\\u[dD][c-fC-F][0-9A-Fa-f]{2}|u(?![dD][89a-fA-F])[0-9A-Fa-f]{4}"
+)
+JSON_ESCAPES = {
+    "rfc": r"\\(?:" + _PAIR + r'|["\\/bfnrt])',
+    "mariadb": r"(?s)\\(?:" + _PAIR + r"|[^u])",
+}
+JSON_STRING = r'"[^"\\\x00-\x1F]*+"'
+JSON_SCALAR = r"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?|true|false|null"
+JSON_BLANK = r"[ \t\n\r]++"
+JSON_CONTROL = r"[\x00-\x08\x0B\x0C\x0E-\x1F]"
+JSON_ARRAY = r"\[(?:[\x01\x02](?:,[\x01\x02])*+)?\]"
+JSON_OBJECT = r"\{(?:\x01:[\x01\x02](?:,\x01:[\x01\x02])*+)?\}"
+
+
+def json_valid(text: str, escapes: str = "rfc") -> bool:
+    """Whether ``text`` is one JSON value (RFC 8259; with ``escapes`` ``mariadb``, the
+    escapes MariaDB's JSON check takes, :data:`JSON_ESCAPES`), read as the module text
+    says (``streaming.sql.spark_types`` runs the same steps)."""
+    if re.search(JSON_CONTROL, text):
+        return False
+    flat = re.sub(JSON_ESCAPES[escapes], "_", text)
+    flat = re.sub(JSON_STRING, "\x01", flat)
+    flat = re.sub(JSON_BLANK, "", re.sub(JSON_SCALAR, "\x02", flat))
+    while True:
+        reduced = re.sub(JSON_ARRAY, "\x02", re.sub(JSON_OBJECT, "\x02", flat))
+        if reduced == flat:
+            return flat in ("\x01", "\x02")
+        flat = reduced
+
+
 # MariaDB's JSON check (json_valid) refuses a document nested 32 deep (checked against
 # MariaDB 10.11: 31 is valid); MySQL's JSON type takes 100 (its documented limit).
 JSON_DEPTH = {"mariadb": 31, "mysql": 100}
@@ -608,7 +663,7 @@ JSON_DEPTH = {"mariadb": 31, "mysql": 100}
 JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 # PostgreSQL's text types, and its JSONB (a MySQL JSON column downstream)
 _PG_TEXT = Limit(nul=True)
-_PG_JSON = Limit(nul=True, json=True)
+_PG_JSON = Limit(nul=True, json=True, json_valid="rfc")
 
 
 # A TIME as CDC tools send it: Debezium's MicroTime, a count of microseconds (staged for a
@@ -783,7 +838,10 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
     if isinstance(domain := storage(t), Floating):
         return Limit(finite=domain.sql)
     if t.base == "JSON":
-        return Limit(json_depth=JSON_DEPTH["mariadb" if dialect == "mariadb" else "mysql"])
+        family = "mariadb" if dialect == "mariadb" else "mysql"
+        return Limit(
+            json_depth=JSON_DEPTH[family], json_valid="mariadb" if family == "mariadb" else "rfc"
+        )
     return None
 
 

@@ -16,8 +16,15 @@ from schemas.debezium_enum import value_map
 from schemas.model import SPATIAL_TYPES, ColumnType, TableSchema, string_value
 from schemas.storage import (
     BASE64,
+    JSON_ARRAY,
+    JSON_BLANK,
+    JSON_CONTROL,
+    JSON_ESCAPES,
     JSON_NUL,
+    JSON_OBJECT,
     JSON_PATTERNS,
+    JSON_SCALAR,
+    JSON_STRING,
     PLAIN_DECIMAL,
     TEMPORAL_COUNT,
     TEMPORAL_COUNTS,
@@ -126,6 +133,8 @@ def limit_sql(bound: Limit, value: str) -> str:
         terms.append(f"{value} RLIKE {string(bound.outside)}")
     if bound.json_depth is not None:
         terms.append(_json_deeper(value, int(bound.json_depth)))
+    if bound.json_valid is not None:
+        terms.append(_json_invalid(value, JSON_ESCAPES[bound.json_valid]))
     if bound.bits is not None:  # a BIT's bytes (most significant first): its bits counted
         digits = f"TRIM(LEADING '0' FROM hex({value}))"
         terms.append(
@@ -156,6 +165,25 @@ def _wide_decimal_past(value: str, precision: int, scale: int) -> str:
         f"CASE WHEN {value} RLIKE {plain} AND {value} RLIKE '[0-9]' "
         f"THEN {digits} > {precision - scale} ELSE true END"
     )
+
+
+def _json_invalid(value: str, escapes: str) -> str:
+    """A text that is not one JSON value, as ``schemas.storage.json_valid`` reads it: its
+    control characters, then its valid ``escapes`` (a pattern), strings, scalars and
+    whitespace replaced, then its innermost arrays and objects as many times as it opens
+    one (``aggregate``); JSON when one string or scalar is left."""
+    text, scalar = string(chr(1)), string(chr(2))
+    flat = f"regexp_replace({value}, {string(escapes)}, '_')"
+    for pattern, by in ((JSON_STRING, text), (JSON_SCALAR, scalar), (JSON_BLANK, "''")):
+        flat = f"regexp_replace({flat}, {string(pattern)}, {by})"
+    step = (
+        f"regexp_replace(regexp_replace(_j, {string(JSON_OBJECT)}, {scalar}), "
+        f"{string(JSON_ARRAY)}, {scalar})"
+    )
+    opens = "length(_f) - length(translate(_f, '[{', ''))"
+    reduced = f"aggregate(sequence(1, {opens}), _f, (_j, _i) -> {step})"
+    left = f"transform(array({flat}), _f -> {reduced})[0]"
+    return f"{value} RLIKE {string(JSON_CONTROL)} OR NOT ({left} IN ({text}, {scalar}))"
 
 
 def _json_deeper(value: str, most: int) -> str:

@@ -43,6 +43,7 @@ SUBSET = [
     "beyond/ignored-modify-then-unfit-value-dead-letter-database-optimistic.yaml",
     "moves/split-by-keys.yaml",
     "beyond/bit-columns-keep-their-values-optimistic.yaml",
+    "beyond/json-that-is-not-json-dead-letter-database-optimistic.yaml",
 ]
 CASES = [(sink, f) for sink in ("mariadb", "postgresql") for f in SUBSET]
 

@@ -6,16 +6,28 @@ against Spark's own casts (``streaming.sql.spark_types.value_expr``)."""
 from __future__ import annotations
 
 import base64
+import json
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from coordinator.ids import ShardId, TargetId
 from coordinator.scenario.downstream import MemoryTable
 from coordinator.scenario.values import fill_value
 from schemas.ddl import parse_create_table, parse_type
 from schemas.model import Column
-from schemas.storage import Limit, floating, limit, literal_bytes, storage, unfit, value_text
+from schemas.storage import (
+    Limit,
+    floating,
+    json_valid,
+    limit,
+    literal_bytes,
+    storage,
+    unfit,
+    value_text,
+)
 from streaming.sql.spark_types import delta_type
 
 TYPES = [
@@ -288,6 +300,18 @@ LIMIT_CASES = [
     ("JSON", '["\\\\\\u0000", 1]', True, False),  # \\ then \u0000
     ("JSON", '{"\\\\u0000": "\\u0001"}', True, True),  # \\ then u0000; \u0001
     ("JSON", '{"a": "b"}', True, True),
+    # not JSON (RFC 8259): each database refuses it (MariaDB's JSON check, PostgreSQL's jsonb)
+    ("JSON", '{"a": 1} x', False, False),
+    ("JSON", "[1, ]", False, False),
+    ("JSON", "01", False, False),
+    ("JSON", '"\\x41"', True, False),  # no such escape: MariaDB's check takes it
+    ("JSON", '"\\ud800"', False, False),  # half a surrogate pair
+    ("JSON", '["\\udc00", 1]', False, False),
+    ("JSON", '"\\u12"', False, False),
+    ("JSON", '"a\x01b"', False, False),  # a control character not escaped
+    ("JSON", "NaN", False, False),
+    ("JSON", "{'a': 1}", False, False),
+    ("JSON", '[1, {"b": null}, "\\"", -1.5]', True, True),
     # MariaDB's JSON check refuses a document nested 32 deep (MySQL's JSON takes 100,
     # MYSQL_ONLY); brackets in strings, escaped quotes among them, do not nest
     ("JSON", "[" * 31 + "]" * 31, True, True),
@@ -353,7 +377,11 @@ WIDE_DECIMAL_ROUNDED = [
     ("+.5", True),
 ]
 # Where MySQL's own limit is not MariaDB's (not checked here: no MySQL server).
-MYSQL_ONLY = {("JSON", "[" * 32 + "]" * 32): True, ("JSON", '[{"a": ' * 16 + "1" + "}]" * 16): True}
+MYSQL_ONLY = {
+    ("JSON", "[" * 32 + "]" * 32): True,
+    ("JSON", '[{"a": ' * 16 + "1" + "}]" * 16): True,
+    ("JSON", '"\\x41"'): False,  # MySQL's JSON takes RFC 8259's escapes only
+}
 
 
 @pytest.mark.parametrize(("sql", "text", "mysql", "pg"), LIMIT_CASES)
@@ -504,3 +532,46 @@ def test_a_bytes_value_of_a_file_is_judged_as_debezium_sends_it() -> None:
     assert unfit(b, "abcd", "mariadb") == (
         "value YWJjZA== of column b does not fit the target type VARBINARY(3)"
     )
+
+
+def _json_loads(text: str) -> bool:
+    def refuse(constant: str) -> float:
+        raise ValueError(constant)  # NaN, Infinity: not JSON
+
+    try:
+        value = json.loads(text, parse_constant=refuse)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # no half surrogate pair
+    except (ValueError, UnicodeEncodeError):
+        return False
+    return True
+
+
+_JSON_PIECES = [
+    *'{}[]:,"\\ -+.eE0123456789aftnrulsbx/',
+    *("true", "null", "\\u00e9", "\\ud83d", "\\ude00", "\t", "\x01", "\x02", "_"),
+]
+
+
+@given(
+    st.one_of(
+        st.lists(st.sampled_from(_JSON_PIECES), max_size=12).map("".join),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=4),
+            lambda inner: (
+                st.lists(inner, max_size=3)
+                | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+            ),
+        ).map(json.dumps),
+    )
+)
+def test_json_valid_is_pythons_strict_json(text: str) -> None:
+    assert json_valid(text) == _json_loads(text)
+
+
+def test_mariadbs_json_check_takes_any_escape_but_a_short_or_half_unicode_one() -> None:
+    # checked against MariaDB 10.11's JSON_VALID
+    for text in ('"\\x41"', '"\\a"', '"\\%"', '"\\0"', '"\\U0041"', '"\\ud83d\\ude00"'):
+        assert json_valid(text, "mariadb"), text
+    for text in ('"\\u12"', '"\\uZZZZ"', '"\\ud800"', '"\\"', '"a\\"', '"\\u"'):
+        assert not json_valid(text, "mariadb"), text
+    assert not json_valid('"\\x41"') and json_valid('"\\ud83d\\ude00"')
