@@ -79,7 +79,7 @@ import re
 import struct
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 from schemas._apply import TEXT_BYTES
 from schemas._types import day_exists
@@ -704,6 +704,11 @@ def bit_length(text: str) -> int:
     return int.from_bytes(raw, "little").bit_length()
 
 
+def _number_bytes(number: int, width: int, order: Literal["big", "little"]) -> bytes:
+    """A non-negative ``number``'s bytes, at least ``width`` of them."""
+    return number.to_bytes(max(width, (number.bit_length() + 7) // 8), order)
+
+
 _HEX_LITERAL = re.compile(r"[xX]'([0-9A-Fa-f]*)'")
 _BIT_LITERAL = re.compile(r"[bB]'([01]*)'")
 
@@ -727,12 +732,12 @@ def literal_bytes(t: ColumnType, sql: str) -> bytes | None:
         raw = string_value(sql).encode("utf-8", "surrogatepass")
     elif sql.isdigit():
         number = int(sql)
-        raw = number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
+        raw = _number_bytes(number, 1, "big")
     else:
         return None
     if t.base == "BIT":
         number, width = int.from_bytes(raw, "big"), ((t.length or 1) + 7) // 8
-        return number.to_bytes(max(width, (number.bit_length() + 7) // 8), "big")
+        return _number_bytes(number, width, "big")
     if t.base == "BINARY":
         return raw.ljust(t.length or 1, b"\x00")
     return raw
@@ -869,15 +874,14 @@ def unfit(
     """Why ``value`` cannot be stored in ``column`` downstream (a Delta table, or a table of
     the database ``dialect`` whose default character set is ``charset``), or None when it
     can (null always can), in the job's words (``streaming.batch.rows.project_actions``)."""
+    raw: bytes | None = None
     if column.type.base == "BIT" and type(value) is int and value >= 0:
-        # a number (a scenario file's): as Debezium sends it, its bytes least significant
-        # first in base64
-        raw = value.to_bytes(max(1, (value.bit_length() + 7) // 8), "little")
-        value = binascii.b2a_base64(raw, newline=False).decode("ascii")
+        # a number (a scenario file's): its bytes least significant first
+        raw = _number_bytes(value, 1, "little")
     elif _binary(column.type.base) and isinstance(value, str | bytes):
-        # a string (a scenario file's) or bytes: as Debezium sends them, base64 of the
-        # bytes (a string's in UTF-8; devkit.connect)
+        # a string (a scenario file's; its UTF-8, as devkit.connect sends it) or bytes
         raw = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
+    if raw is not None:  # as Debezium sends them: base64 of the bytes
         value = binascii.b2a_base64(raw, newline=False).decode("ascii")
     text = value_text(value)
     if text is None:

@@ -34,8 +34,9 @@ def fill_value(column: Column) -> Any:
     """The value a row lacking ``column`` gets (its default, NULL or MySQL's implicit).
     MySQL's zero date has no value downstream: NULL, as the streaming sink writes it
     (``streaming.sql.spark_types.literal_expr``)."""
-    raw = literal_bytes(column.type, column.fill_sql())  # BIT, BINARY, BLOB: their bytes
-    return downstream_value(column, raw if raw is not None else literal_value(column.fill_sql()))
+    sql = column.fill_sql()
+    raw = literal_bytes(column.type, sql)  # BIT, BINARY, BLOB: their bytes
+    return downstream_value(column, raw if raw is not None else literal_value(sql))
 
 
 def downstream_value(column: Column, value: Any) -> Any:
