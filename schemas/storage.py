@@ -58,12 +58,14 @@ sink's dialect). A string is judged by its characters, trailing spaces included 
 databases would drop excess spaces silently: the row is a dead letter instead, never
 changed on the way). Characters a column's character set cannot encode are judged for
 the character sets of :func:`repertoire` (the single-byte ones with a Python codec of
-the same table, and ``gbk``; checked against MariaDB for every code point of the basic
-plane). Not judged yet (a value past them fails the batch and names the column):
-characters of the other character sets (``big5``, ``sjis``, ``euckr``, ``gb2312``,
-``armscii8``, ...), the byte limits of ``TEXT`` types under a multi-byte character set
-other than UTF-8 (``gbk``, ...), and a JSON text a database refuses for another reason
-than its grammar and depth (a number past PostgreSQL's numeric range).
+the same table, and the multi-byte ``gbk``, ``gb2312``, ``big5``, ``euckr``, ``sjis``,
+``cp932``, ``ujis``, ``eucjpms``; checked against MariaDB for every code point of the
+basic plane), and a ``TEXT`` type's byte limit in them and in ``ucs2``, ``utf16``,
+``utf16le``, ``utf32`` (:func:`wider`: each character's bytes, checked likewise). Not
+judged yet (a value past them fails the batch and names the column): the single-byte
+sets no Python codec has (``dec8``, ``hp8``, ``swe7``, ``armscii8``, ``keybcs2``,
+``geostd8``), and a JSON text a database refuses for another reason than its grammar
+and depth (a number past PostgreSQL's numeric range).
 A shorter ``BINARY(n)`` value is stored padded with zero bytes, as upstream pads it.
 """
 
@@ -99,7 +101,6 @@ __all__ = [
     "JSON_SCALAR",
     "JSON_STRING",
     "PLAIN_DECIMAL",
-    "SINGLE_BYTE",
     "TEMPORAL_COUNT",
     "TEMPORAL_COUNTS",
     "TEMPORAL_TEXT",
@@ -116,6 +117,8 @@ __all__ = [
     "Limit",
     "Temporal",
     "bit_length",
+    "characters",
+    "charset_bytes",
     "floating",
     "json_depth",
     "json_valid",
@@ -128,6 +131,7 @@ __all__ = [
     "unfit",
     "value_text",
     "wide_decimal_fits",
+    "wider",
 ]
 
 # Java's String.trim and Spark's UTF8String.trimAll drop these around a number.
@@ -414,8 +418,9 @@ class Limit:
     store the member its collation matches); with ``set_members``, a comma-separated
     list naming anything else (SET; the database keeps a set's members in its own order,
     each once: the same set); with ``outside``, a character its pattern finds (one a
-    column's character set cannot encode, :func:`repertoire`); with ``json_depth``, a JSON
-    text nested deeper than that (:func:`json_depth`)."""
+    column's character set cannot encode, :func:`repertoire`); with ``cs_bytes``, more
+    bytes than that in the column's character set (:func:`charset_bytes`); with
+    ``json_depth``, a JSON text nested deeper than that (:func:`json_depth`)."""
 
     chars: int | None = None
     lo: int | None = None
@@ -450,6 +455,10 @@ class Limit:
     bits: int | None = None
     # a ``JSON`` value: valid JSON with these escapes (:func:`json_valid`'s ``escapes``)
     json_valid: str | None = None
+    # a string of more than ``cs_bytes`` bytes in a column's character set, counted as
+    # :func:`charset_bytes` counts them with :func:`wider`'s classes, ``cs_wider``
+    cs_bytes: int | None = None
+    cs_wider: tuple[str, ...] = ()
 
     def admits(self, text: str) -> bool:
         """Whether the value, as its Delta domain admitted it, is inside the limit."""
@@ -485,6 +494,8 @@ class Limit:
         if self.wide is not None and not wide_decimal_fits(text, *self.wide):
             return False
         if self.outside is not None and re.search(self.outside, text):
+            return False
+        if self.cs_bytes is not None and charset_bytes(text, self.cs_wider) > self.cs_bytes:
             return False
         if self.json_depth is not None and json_depth(text) > self.json_depth:
             return False
@@ -531,9 +542,11 @@ def _class(chars: list[int]) -> str:
 # MySQL's character sets whose repertoire the job judges: the Python codec of the same
 # table, and the code points MariaDB maps otherwise (more, fewer). Checked against
 # MariaDB 10.11 for every code point of the basic plane (the database's conversion from
-# utf8mb4 keeps the character, or makes it ``?``): tests/integration/
-# test_dialects_on_databases.py. MySQL's latin1 is Windows-1252, whose five unassigned
-# bytes MariaDB reads as the C1 controls of the same number.
+# utf8mb4 keeps the character, or makes it ``?``), and each character's bytes:
+# tests/integration/test_dialects_on_databases.py. MySQL's latin1 is Windows-1252, whose
+# five unassigned bytes MariaDB reads as the C1 controls of the same number; its euckr is
+# Windows' code page 949 (the Unified Hangul Code), its big5 and sjis differ from the
+# codecs in a few characters (sjis keeps the backslash as 0x815F, two bytes).
 _CODECS: dict[str, tuple[str, tuple[int, ...], tuple[int, ...]]] = {
     "ascii": ("ascii", (), ()),
     "latin1": ("cp1252", (0x81, 0x8D, 0x8F, 0x90, 0x9D), ()),
@@ -555,29 +568,72 @@ _CODECS: dict[str, tuple[str, tuple[int, ...], tuple[int, ...]]] = {
     "macce": ("mac_latin2", (), ()),
     "tis620": ("tis_620", (0xFFFD,), ()),
     "gbk": ("gbk", (), ()),
+    "gb2312": ("gb2312", (), ()),
+    "big5": (
+        "big5",
+        (0x58BB, 0x5AFA, 0x6052, 0x7881, 0x7CA7, 0x88CF, 0x92B9, 0xFFFD),
+        (0x02CD, 0x2574, 0xFFE3),
+    ),
+    "euckr": ("cp949", (0x3164,), ()),
+    "sjis": ("shift_jis", (0x5C,), (0xFF3C,)),
+    "cp932": ("cp932", (), (0x80, 0xF8F0, 0xF8F1, 0xF8F2, 0xF8F3)),
+    "ujis": ("euc_jp", (), (0xFF3C,)),
 }
-# the character sets :func:`repertoire` judges; a byte a character in all but gbk (their
-# TEXT types' byte limits are character limits)
-CHARSETS = tuple(_CODECS)
-SINGLE_BYTE = frozenset(_CODECS) - {"gbk"}
+# Unicode's private use characters U+E000..U+E757 are the user-defined rows of the
+# Japanese EUC sets (ujis, eucjpms): the first 940 in two bytes, the rest in three.
+_EUC_USER = range(0xE000, 0xE758)
+_EUC_USER_3 = 0xE3AC
+# the character sets :func:`repertoire` judges (eucjpms: cp932's characters as the
+# Japanese EUC writes them, and the three-byte JIS X 0212 rows of ujis)
+CHARSETS = (*_CODECS, "eucjpms")
+_BMP = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
 
 
-def _decoded(codec: str) -> set[int]:
-    """The characters ``codec`` decodes one byte, or (gbk) a lead and a trail byte, to."""
-    units = [bytes([b]) for b in range(256)]
-    if codec == "gbk":
-        units = [bytes([b]) for b in range(128)] + [
-            bytes([a, b]) for a in range(0x81, 0xFF) for b in range(0x40, 0xFF)
-        ]
-    chars: set[int] = set()
-    for unit in units:
+def _encoded(codec: str) -> dict[int, int]:
+    """The characters of the basic plane ``codec`` encodes and decodes back, with their
+    bytes."""
+    held: dict[int, int] = {}
+    for c in _BMP:
         try:
-            text = unit.decode(codec)
-        except UnicodeDecodeError:
+            b = chr(c).encode(codec)
+        except UnicodeEncodeError:
             continue
-        if len(text) == 1:
-            chars.add(ord(text))
-    return chars
+        if b.decode(codec, "replace") == chr(c):
+            held[c] = len(b)
+    return held
+
+
+def _eucjpms() -> dict[int, int]:
+    """eucjpms, the Japanese EUC of Windows: cp932's characters (ASCII in a byte, its
+    JIS X 0208 rows, NEC's row 13 and half-width katakana in two, IBM's extensions in
+    three), ujis' JIS X 0212 rows in three, and the user-defined rows (as MariaDB has it;
+    it lacks U+00A6, which cp932 maps best-fit)."""
+    cp932, euc = characters("cp932"), _encoded("euc_jp")
+    held = {c: 3 for c, n in euc.items() if n == 3}
+    for c in cp932:
+        b = chr(c).encode("cp932")
+        two = len(b) == 1 or b[0] not in (0xED, 0xEE, 0xFA, 0xFB, 0xFC)
+        held[c] = 1 if c < 0x80 else 2 if two or euc.get(c) == 2 else 3
+    held.update((c, 2 if c < _EUC_USER_3 else 3) for c in _EUC_USER)
+    held.pop(0xA6, None)
+    return held
+
+
+@functools.cache
+def characters(charset: str) -> dict[int, int]:
+    """Every character of the basic plane a column of ``charset`` (one of ``CHARSETS``)
+    holds, with the bytes it takes there."""
+    if charset == "eucjpms":
+        return _eucjpms()
+    codec, more, fewer = _CODECS[charset]
+    held = _encoded(codec)
+    single = max(held.values()) == 1
+    held.update((c, 1 if single else 2) for c in more)
+    if charset == "ujis":
+        held.update((c, 2 if c < _EUC_USER_3 else 3) for c in _EUC_USER)
+    for c in fewer:
+        held.pop(c, None)
+    return held
 
 
 @functools.cache
@@ -585,10 +641,43 @@ def repertoire(charset: str) -> str | None:
     """A regex (Python's and Java's: Spark's RLIKE) that finds a character a column of
     MySQL's ``charset`` cannot encode (MariaDB and MySQL refuse it in strict mode); None
     for a character set the job does not judge."""
-    if charset not in _CODECS:
+    if charset not in CHARSETS:
         return None
-    codec, more, fewer = _CODECS[charset]
-    return _class(sorted((_decoded(codec) | set(more)) - set(fewer)))
+    return _class(sorted(characters(charset)))
+
+
+# the UTF-16 and UTF-32 character sets: their characters of two bytes and more, three,
+# four (``(?s).``: every character; the class: every one past the basic plane)
+_PAST_PLANE = "[^\\u0000-\\uFFFF]"
+_WIDE_UNICODE = {
+    "ucs2": ("(?s).",),
+    "utf16": ("(?s).", _PAST_PLANE, _PAST_PLANE),
+    "utf16le": ("(?s).", _PAST_PLANE, _PAST_PLANE),
+    "utf32": ("(?s).", "(?s).", "(?s)."),
+}
+
+
+@functools.cache
+def wider(charset: str) -> tuple[str, ...] | None:
+    """How many bytes a text takes in ``charset``: regexes (Python's and Java's) of the
+    characters of two bytes or more, of three or more, ...; a text takes a byte per
+    character and one more for each character each finds. () for a character set of a
+    byte a character; None for one the job does not judge (and UTF-8, judged as such)."""
+    if charset in _WIDE_UNICODE:
+        return _WIDE_UNICODE[charset]
+    if charset not in CHARSETS:
+        return None
+    held = characters(charset)
+    classes = []
+    for n in range(2, max(held.values()) + 1):
+        # the characters of n bytes or more, as a class of every character but the narrower
+        classes.append(_class(sorted(c for c, b in held.items() if b < n)))
+    return tuple(classes)
+
+
+def charset_bytes(text: str, classes: tuple[str, ...]) -> int:
+    """The bytes ``text`` takes in a character set of :func:`wider`'s ``classes``."""
+    return len(text) + sum(len(re.findall(p, text)) for p in classes)
 
 
 # How deep a JSON text nests (arrays and objects in one another: ``[]`` is 1, ``[{}]`` 2),
@@ -825,12 +914,12 @@ def limit(t: ColumnType, dialect: str | None, charset: str | None = None) -> Lim
     if t.base in TEXT_BYTES:
         if cs.startswith("utf8"):
             return Limit(max_bytes=TEXT_BYTES[t.base], bmp=bmp)
-        if cs in SINGLE_BYTE:  # a byte per character
+        classes = wider(cs)
+        if classes == ():  # a byte per character
             return Limit(chars=TEXT_BYTES[t.base], outside=outside)
-        if cs == "ucs2":  # its byte limits not judged
-            return Limit(bmp=True)
-        # gbk: its repertoire, not its byte limits; other character sets: not judged
-        return Limit(outside=outside) if outside is not None else None
+        if classes is not None:  # its bytes, counted by character
+            return Limit(cs_bytes=TEXT_BYTES[t.base], cs_wider=classes, bmp=bmp, outside=outside)
+        return None  # another character set: not judged
     if t.base in _BLOB_BYTES:
         return Limit(max_bytes=_BLOB_BYTES[t.base], base64=True)
     if t.base in ("BINARY", "VARBINARY"):

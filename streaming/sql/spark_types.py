@@ -131,6 +131,12 @@ def limit_sql(bound: Limit, value: str) -> str:
         terms.append(_wide_decimal_past(value, *bound.wide))
     if bound.outside is not None:  # a character the column's character set cannot encode
         terms.append(f"{value} RLIKE {string(bound.outside)}")
+    if bound.cs_bytes is not None:  # its bytes in the column's character set
+        counted = [f"char_length({value})"] + [
+            f"(char_length({value}) - char_length(regexp_replace({value}, {string(p)}, '')))"
+            for p in bound.cs_wider
+        ]
+        terms.append(f"{' + '.join(counted)} > {int(bound.cs_bytes)}")
     if bound.json_depth is not None:
         terms.append(_json_deeper(value, int(bound.json_depth)))
     if bound.json_valid is not None:

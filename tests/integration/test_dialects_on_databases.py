@@ -395,15 +395,17 @@ def test_each_database_stores_unchanged_exactly_the_values_its_limit_admits(mari
 
 
 def test_mariadb_encodes_exactly_the_characters_of_each_judged_repertoire(mariadb):
-    """schemas.storage.repertoire against MariaDB, every code point of the basic plane:
-    the database's conversion from utf8mb4 to the character set keeps a character
-    exactly when the repertoire's pattern does not find it (a character it cannot keep
-    becomes ``?``, and is refused by a strict INSERT)."""
+    """schemas.storage.repertoire and wider against MariaDB, every code point of the
+    basic plane and a few past it: the database's conversion from utf8mb4 to the
+    character set keeps a character exactly when the repertoire's pattern does not find
+    it (a character it cannot keep becomes ``?``, and is refused by a strict INSERT), and
+    a kept character takes the bytes wider's classes count."""
     import re
 
-    from schemas.storage import CHARSETS, repertoire
+    from schemas.storage import CHARSETS, charset_bytes, repertoire, wider
 
     points = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
+    points += [0x10000, 0x1F600, 0x2A6D6, 0x10FFFF]
     table = f"{_q(DB)}.points"
     mariadb.execute(
         f"CREATE TABLE {table} (c INT PRIMARY KEY, "
@@ -415,11 +417,21 @@ def test_mariadb_encodes_exactly_the_characters_of_each_judged_repertoire(mariad
                 f"INSERT INTO {table} VALUES (%s, %s)", [(c, chr(c)) for c in points[i : i + 8192]]
             )
         conn.commit()
-    for charset in CHARSETS:
-        kept = mariadb.execute(
-            f"SELECT c FROM {table} WHERE CAST(CONVERT(CONVERT(s USING {charset}) "
-            "USING utf8mb4) AS BINARY) = CAST(s AS BINARY)"
+    for charset in (*CHARSETS, "ucs2", "utf16", "utf16le", "utf32"):
+        kept = dict(
+            mariadb.execute(
+                f"SELECT c, LENGTH(CONVERT(s USING {charset})) FROM {table} "
+                f"WHERE CAST(CONVERT(CONVERT(s USING {charset}) USING utf8mb4) AS BINARY) "
+                "= CAST(s AS BINARY)"
+            )
         )
-        pattern = re.compile(repertoire(charset) or "")
-        ours = [c for c in points if not pattern.search(chr(c))]
-        assert sorted(c for (c,) in kept) == ours, charset
+        if charset in CHARSETS:
+            pattern = re.compile(repertoire(charset) or "")
+            ours = [c for c in points if not pattern.search(chr(c))]
+            assert sorted(kept) == ours, charset
+        else:  # Unicode: every character, and none past the basic plane in ucs2
+            assert sorted(kept) == [c for c in points if charset != "ucs2" or c <= 0xFFFF]
+        classes = wider(charset)
+        assert classes is not None, charset
+        bytes_ = {c: charset_bytes(chr(c), classes) for c in kept}
+        assert bytes_ == kept, (charset, [hex(c) for c in kept if bytes_[c] != kept[c]][:9])

@@ -341,6 +341,26 @@ LIMIT_CASES = [
     ("VARCHAR(3) CHARACTER SET ucs2", "aé€", True, True),
     ("VARCHAR(3) CHARACTER SET ucs2", "a\U0001f600", False, True),
     ("TEXT CHARACTER SET ucs2", "a\U0001f600", False, True),
+    # a TEXT type's bytes in a multi-byte character set (TINYTEXT: 255 bytes)
+    ("TINYTEXT CHARACTER SET gbk", "中" * 127 + "a", True, True),
+    ("TINYTEXT CHARACTER SET gbk", "中" * 128, False, True),
+    ("TINYTEXT CHARACTER SET big5", "中" * 127 + "ab", False, True),
+    ("VARCHAR(2) CHARACTER SET big5", "\u2574", False, True),  # not in MariaDB's big5
+    ("VARCHAR(2) CHARACTER SET gb2312", "中\uac00", False, True),  # no Hangul in GB 2312
+    ("VARCHAR(2) CHARACTER SET euckr", "한\u3164", True, True),  # MariaDB's euckr: cp949's
+    ("TINYTEXT CHARACTER SET sjis", "ｱ" * 255, True, True),  # half-width katakana: a byte
+    ("TINYTEXT CHARACTER SET sjis", "\\" * 128, False, True),  # MariaDB's sjis: 0x815F
+    ("VARCHAR(2) CHARACTER SET cp932", "\u2170\uff5e", True, True),
+    ("TINYTEXT CHARACTER SET ujis", "\u00a1" * 85, True, True),  # JIS X 0212: three bytes
+    ("TINYTEXT CHARACTER SET ujis", "\u00a1" * 85 + "a", False, True),
+    ("TINYTEXT CHARACTER SET eucjpms", "\u2170" * 86, False, True),  # IBM's: three bytes
+    ("TINYTEXT CHARACTER SET eucjpms", "ｱ" * 127 + "a", True, True),  # ｱ: 0x8E 0xB1
+    ("TINYTEXT CHARACTER SET ucs2", "é" * 127, True, True),
+    ("TINYTEXT CHARACTER SET ucs2", "a" * 128, False, True),
+    ("TINYTEXT CHARACTER SET utf16", "\U0001f600" * 63 + "a", True, True),
+    ("TINYTEXT CHARACTER SET utf16", "\U0001f600" * 63 + "ab", False, True),
+    ("TINYTEXT CHARACTER SET utf32", "a" * 63, True, True),
+    ("TINYTEXT CHARACTER SET utf32", "a" * 64, False, True),
     # MySQL's FLOAT and DOUBLE hold no NaN and no infinity (PostgreSQL's do)
     ("DOUBLE", "NaN", False, True),
     ("DOUBLE", "-Infinity", False, True),
