@@ -5,7 +5,7 @@ from Spark's event log, next to baseline (d) of ``pipeline_throughput.py`` from 
 
 Produces the same workload as ``pipeline_throughput.py`` (an ADD COLUMN and a column
 rename rolled out shard by shard), runs (d) plain streaming with one persist and one
-per-shard aggregate (after a warm-up run of (c)), then the job, with Spark's event log on. Prints per step (the job
+per-shard aggregate (after a warm-up run of (c)), (c) again warm, then the job, with Spark's event log on. Prints per step (the job
 description every batch sets, ``shardmerge batch N: step``) the number of Spark jobs and
 their summed wall time, and the slowest jobs with what ran them (the call site).
 """
@@ -84,9 +84,14 @@ def main() -> None:
             plain_stream(spark, s, FINAL, summary=False)
             _, d_secs, batches = plain_stream(spark, s, FINAL, summary=True)
             print(f"(d) plain streaming + persist + aggregate: {d_secs:.1f} s, {batches} batches")
+            # (c) again, warm, on tables of its own: the side-by-side baseline of the issue
+            warm = settings(broker.bootstrap, "bench", work / "c", "optimistic", args.max_offsets)
+            _, c_secs, _ = plain_stream(spark, warm, FINAL, label="baseline c warm")
+            print(f"(c) plain streaming, warm: {c_secs:.1f} s")
             j_secs, processor = run_job(spark, s)
             print(
-                f"shardmerge job: {j_secs:.1f} s = {d_secs / j_secs:.2f}x (d); "
+                f"shardmerge job: {j_secs:.1f} s = {c_secs / j_secs:.2f}x (c), "
+                f"{d_secs / j_secs:.2f}x (d); "
                 f"{processor.observer.totals['fast_path']} target writes on the fast path"
             )
             steps_of: dict[str, list[float]] = defaultdict(list)
@@ -115,7 +120,11 @@ def main() -> None:
         mine = [j for j in every if j["description"].startswith("shardmerge batch")]
         for j in sorted(mine, key=lambda j: -j["seconds"])[: args.top]:
             print(f"  {j['seconds']:7.2f} s  {j['description']}  {j['site']}")
-        for tag in (f"shardmerge batch {args.timeline}:", f"baseline d batch {args.timeline}"):
+        for tag in (
+            f"shardmerge batch {args.timeline}:",
+            f"baseline d batch {args.timeline}",
+            f"baseline c warm batch {args.timeline}",
+        ):
             line = [j for j in every if j["description"].startswith(tag)]
             if line:
                 print(f"\nEvery Spark job of {tag.rstrip(':')} (start offset, seconds):")

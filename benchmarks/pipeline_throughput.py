@@ -230,12 +230,13 @@ def plain_merge_batch(rows: Any, schema: Any, path: str, version: int) -> None:
 
 
 def plain_stream(
-    spark: Any, s: Settings, final_sql: str, summary: bool = False
+    spark: Any, s: Settings, final_sql: str, summary: bool = False, label: str | None = None
 ) -> tuple[int, float, int]:
     """The job's own streaming query, but foreachBatch only decodes, keeps the last action
     per key (projected onto the final schema) and MERGEs. With ``summary`` (baseline d) it
     also persists the decoded batch once and runs one per-shard aggregate on it before the
-    MERGE: the floor a coordinated batch can reach. Returns (rows, seconds, batches)."""
+    MERGE: the floor a coordinated batch can reach. ``label`` tags its Spark jobs
+    (``baseline c``/``baseline d`` by default). Returns (rows, seconds, batches)."""
     from pyspark.sql import functions as F
 
     from schemas import parse_create_table
@@ -249,8 +250,8 @@ def plain_stream(
 
     def batch(df: Any, batch_id: int) -> None:
         # tagged as the job's batches are, for batch_profile's timelines
-        label = "baseline d" if summary else "baseline c"
-        df.sparkSession.sparkContext.setJobDescription(f"{label} batch {batch_id}")
+        tag = label or ("baseline d" if summary else "baseline c")
+        df.sparkSession.sparkContext.setJobDescription(f"{tag} batch {batch_id}")
         rows = row_events(df)
         if summary:
             rows = rows.persist()

@@ -64,8 +64,8 @@ basic plane), and a ``TEXT`` type's byte limit in them and in ``ucs2``, ``utf16`
 ``utf16le``, ``utf32`` (:func:`wider`: each character's bytes, checked likewise). Not
 judged yet (a value past them fails the batch and names the column): the single-byte
 sets no Python codec has (``dec8``, ``hp8``, ``swe7``, ``armscii8``, ``keybcs2``,
-``geostd8``), and a JSON text a database refuses for another reason than its grammar
-and depth (a number past PostgreSQL's numeric range).
+``geostd8``), and a number in a JSON text that MySQL's JSON (a DOUBLE) does not hold
+(MariaDB's JSON is text; PostgreSQL's numbers are judged: :func:`json_numbers_fit`).
 A shorter ``BINARY(n)`` value is stored padded with zero bytes, as upstream pads it.
 """
 
@@ -96,10 +96,14 @@ __all__ = [
     "JSON_CONTROL",
     "JSON_DEPTH",
     "JSON_ESCAPES",
+    "JSON_NUMBER",
     "JSON_OBJECT",
     "JSON_PATTERNS",
     "JSON_SCALAR",
     "JSON_STRING",
+    "PG_NUMERIC_DIGITS",
+    "PG_NUMERIC_EXPONENT",
+    "PG_NUMERIC_SCALE",
     "PLAIN_DECIMAL",
     "TEMPORAL_COUNT",
     "TEMPORAL_COUNTS",
@@ -121,10 +125,12 @@ __all__ = [
     "charset_bytes",
     "floating",
     "json_depth",
+    "json_numbers_fit",
     "json_valid",
     "limit",
     "literal_bytes",
     "moment",
+    "pg_numeric_fits",
     "repertoire",
     "storage",
     "time_micros",
@@ -455,6 +461,9 @@ class Limit:
     bits: int | None = None
     # a ``JSON`` value: valid JSON with these escapes (:func:`json_valid`'s ``escapes``)
     json_valid: str | None = None
+    # a ``JSON`` value downstream of PostgreSQL: every number one its NUMERIC holds
+    # (:func:`json_numbers_fit`)
+    pg_numbers: bool = False
     # a string of more than ``cs_bytes`` bytes in a column's character set, counted as
     # :func:`charset_bytes` counts them with :func:`wider`'s classes, ``cs_wider``
     cs_bytes: int | None = None
@@ -500,6 +509,8 @@ class Limit:
         if self.json_depth is not None and json_depth(text) > self.json_depth:
             return False
         if self.json_valid is not None and not json_valid(text, self.json_valid):
+            return False
+        if self.pg_numbers and not json_numbers_fit(text):
             return False
         if self.bits is not None and bit_length(text) > self.bits:
             return False
@@ -742,6 +753,47 @@ def json_valid(text: str, escapes: str = "rfc") -> bool:
         flat = reduced
 
 
+# A JSON number, its parts: sign, integer digits, fraction digits, exponent. The same
+# text is a Java regex (Spark's regexp_extract).
+JSON_NUMBER = r"(-?)(0|[1-9][0-9]*)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?"
+# PostgreSQL's NUMERIC, which its JSONB keeps every number as: a leading digit below
+# 10^131072 (a weight of 32,767 digits of base 10,000), 16,383 fraction digits (trailing
+# zeros counted, an exponent taken off them: ``1.0e-16383`` has 16,384), an exponent
+# below 2^30 - 1 in magnitude even for zero (its numeric_in; checked against PostgreSQL
+# 15: each past one is "value overflows numeric format").
+PG_NUMERIC_DIGITS = 131_072
+PG_NUMERIC_SCALE = 16_383
+PG_NUMERIC_EXPONENT = 2**30 - 1
+
+
+def pg_numeric_fits(number: str) -> bool:
+    """Whether PostgreSQL's NUMERIC holds the JSON number ``number`` (its value read as
+    the module text says; a text that is no JSON number: True, judged elsewhere)."""
+    m = re.fullmatch(JSON_NUMBER, number)
+    if m is None:
+        return True
+    whole, fraction, exponent = m[2], m[3] or "", m[4] or "0"
+    if len(exponent.lstrip("+-").lstrip("0")) > 10:  # past 2^30 whatever it is
+        return False
+    e = int(exponent)
+    if abs(e) >= PG_NUMERIC_EXPONENT or len(fraction) - e > PG_NUMERIC_SCALE:
+        return False
+    if whole != "0":  # the leading digit's power of ten
+        lead = len(whole) - 1 + e
+    elif fraction.strip("0"):
+        lead = len(fraction.lstrip("0")) - len(fraction) - 1 + e
+    else:
+        return True  # zero
+    return lead < PG_NUMERIC_DIGITS
+
+
+def json_numbers_fit(text: str, escapes: str = "rfc") -> bool:
+    """Whether PostgreSQL's NUMERIC holds every number of the JSON text (outside its
+    strings: escapes flattened, strings taken out as :func:`json_valid` does)."""
+    flat = re.sub(JSON_STRING, "\x01", re.sub(JSON_ESCAPES[escapes], "_", text))
+    return all(pg_numeric_fits(m[0]) for m in re.finditer(JSON_NUMBER, flat))
+
+
 # MariaDB's JSON check (json_valid) refuses a document nested 32 deep (checked against
 # MariaDB 10.11: 31 is valid); MySQL's JSON type takes 100 (its documented limit).
 JSON_DEPTH = {"mariadb": 31, "mysql": 100}
@@ -752,7 +804,7 @@ JSON_DEPTH = {"mariadb": 31, "mysql": 100}
 JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 # PostgreSQL's text types, and its JSONB (a MySQL JSON column downstream)
 _PG_TEXT = Limit(nul=True)
-_PG_JSON = Limit(nul=True, json=True, json_valid="rfc")
+_PG_JSON = Limit(nul=True, json=True, json_valid="rfc", pg_numbers=True)
 
 
 # A TIME as CDC tools send it: Debezium's MicroTime, a count of microseconds (staged for a

@@ -21,10 +21,14 @@ from schemas.storage import (
     JSON_CONTROL,
     JSON_ESCAPES,
     JSON_NUL,
+    JSON_NUMBER,
     JSON_OBJECT,
     JSON_PATTERNS,
     JSON_SCALAR,
     JSON_STRING,
+    PG_NUMERIC_DIGITS,
+    PG_NUMERIC_EXPONENT,
+    PG_NUMERIC_SCALE,
     PLAIN_DECIMAL,
     TEMPORAL_COUNT,
     TEMPORAL_COUNTS,
@@ -141,6 +145,8 @@ def limit_sql(bound: Limit, value: str) -> str:
         terms.append(_json_deeper(value, int(bound.json_depth)))
     if bound.json_valid is not None:
         terms.append(_json_invalid(value, JSON_ESCAPES[bound.json_valid]))
+    if bound.pg_numbers:
+        terms.append(_json_numbers_past(value, JSON_ESCAPES["rfc"]))
     if bound.bits is not None:  # a BIT's bytes (most significant first): its bits counted
         digits = f"TRIM(LEADING '0' FROM hex({value}))"
         terms.append(
@@ -190,6 +196,32 @@ def _json_invalid(value: str, escapes: str) -> str:
     reduced = f"aggregate(sequence(1, {opens}), _f, (_j, _i) -> {step})"
     left = f"transform(array({flat}), _f -> {reduced})[0]"
     return f"{value} RLIKE {string(JSON_CONTROL)} OR NOT ({left} IN ({text}, {scalar}))"
+
+
+def _json_numbers_past(value: str, escapes: str) -> str:
+    """A JSON text with a number PostgreSQL's NUMERIC does not hold, as
+    ``schemas.storage.json_numbers_fit`` reads it. Only a text with an exponent after a
+    digit, or longer than the fraction digits NUMERIC holds, can have one: the rest are
+    judged by a regex, without a lambda."""
+    flat = f"regexp_replace(regexp_replace({value}, {string(escapes)}, '_'), "
+    flat += f"{string(JSON_STRING)}, {string(chr(1))})"
+    number = string(JSON_NUMBER)
+    whole, fraction, exponent = (f"regexp_extract(_n, {number}, {i})" for i in (2, 3, 4))
+    digits = f"TRIM(LEADING '0' FROM regexp_replace({exponent}, '^[+-]', ''))"
+    e = f"CAST(IF({exponent} = '', '0', {exponent}) AS BIGINT)"
+    past = (
+        f"CASE WHEN length({digits}) > 10 THEN true "
+        f"WHEN abs({e}) >= {PG_NUMERIC_EXPONENT} THEN true "
+        f"WHEN length({fraction}) - {e} > {PG_NUMERIC_SCALE} THEN true "
+        f"WHEN {whole} <> '0' THEN length({whole}) - 1 + {e} >= {PG_NUMERIC_DIGITS} "
+        f"WHEN {fraction} RLIKE '[1-9]' THEN length(TRIM(LEADING '0' FROM {fraction})) "
+        f"- length({fraction}) - 1 + {e} >= {PG_NUMERIC_DIGITS} ELSE false END"
+    )
+    suspect = f"{value} RLIKE '[0-9][eE]' OR length({value}) > {PG_NUMERIC_SCALE}"
+    return (
+        f"CASE WHEN {suspect} THEN exists(regexp_extract_all({flat}, {number}, 0), "
+        f"_n -> {past}) ELSE false END"
+    )
 
 
 def _json_deeper(value: str, most: int) -> str:

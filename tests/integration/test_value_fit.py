@@ -52,6 +52,29 @@ def test_spark_judges_a_database_columns_limit_as_the_memory_engine(spark: Spark
     assert [row[f"c{i}"] for i in range(len(cases))] == [fits for *_, fits in cases]
 
 
+def test_spark_judges_json_numbers_for_postgresql_as_the_memory_engine(
+    spark: SparkSession,
+) -> None:
+    """Numbers at the edges of PostgreSQL's NUMERIC (schemas.storage.pg_numeric_fits),
+    alone and inside documents: Spark's judgement is Python's."""
+    numbers = [
+        f"{lead}e{sign}{n + d}"
+        for lead in ("1", "9", "12345", "0.00001", "1.0", "0", "-0.0")
+        for sign, n in (("", 131_071), ("-", 16_383), ("+", 131_067), ("", 1_073_741_822))
+        for d in (-1, 0, 1)
+    ]
+    numbers += ["0e99999999999", "1e-00000000000000016383", "1E+0000131071"]
+    texts = [*numbers, *(f'{{"a": [{n}], "b": "{n}"}}' for n in numbers)]
+    texts += ['["1e999999", 1]', '["\\"", 1e999999]', '{"1e999999": 2}']
+    bound = limit(parse_type("JSON"), "postgresql")
+    assert bound is not None and bound.pg_numbers
+    exprs = [f"NOT ({limit_sql(bound, string(t))}) AS c{i}" for i, t in enumerate(texts)]
+    row = spark.sql("SELECT " + ", ".join(exprs)).collect()[0]
+    ours = [bound.admits(t) for t in texts]
+    assert [row[f"c{i}"] for i in range(len(texts))] == ours
+    assert 0 < sum(ours) < len(texts)
+
+
 # (type, format, the value's text as the job reads it from that tool's record, the bytes
 # it stands for as hex, None: unfit). Canal sends bytes a character per byte (ISO-8859-1)
 # and BIT as a number's text; Maxwell bytes as base64, BIT as a JSON number, and spatial

@@ -24,6 +24,7 @@ from schemas.storage import (
     json_valid,
     limit,
     literal_bytes,
+    pg_numeric_fits,
     storage,
     unfit,
     value_text,
@@ -312,6 +313,17 @@ LIMIT_CASES = [
     ("JSON", "NaN", False, False),
     ("JSON", "{'a': 1}", False, False),
     ("JSON", '[1, {"b": null}, "\\"", -1.5]', True, True),
+    # PostgreSQL's JSONB keeps a number as its NUMERIC: 10^131072 and 16,384 fraction
+    # digits are past it, an exponent of 2^30 - 1 even for zero (the cases it holds with
+    # an exponent are stored changed, printed in full: tests/integration/test_value_fit)
+    ("JSON", '{"n": 1e131072}', True, False),
+    ("JSON", "[0.00001e131077]", True, False),
+    ("JSON", "1.0e-16383", True, False),  # a trailing zero is a fraction digit
+    ("JSON", "0e-16384", True, False),
+    ("JSON", "[0e1073741823]", True, False),
+    ("JSON", '["1e131072", {"1e999999": "\\"1e999999"}]', True, True),  # in strings
+    ("JSON", "[0." + "0" * 16383 + "1]", True, False),
+    ("JSON", "[0." + "0" * 16382 + "1]", True, True),  # as PostgreSQL prints it
     # MariaDB's JSON check refuses a document nested 32 deep (MySQL's JSON takes 100,
     # MYSQL_ONLY); brackets in strings, escaped quotes among them, do not nest
     ("JSON", "[" * 31 + "]" * 31, True, True),
@@ -586,6 +598,46 @@ _JSON_PIECES = [
 )
 def test_json_valid_is_pythons_strict_json(text: str) -> None:
     assert json_valid(text) == _json_loads(text)
+
+
+def _pg_numeric_holds(number: str) -> bool:
+    """PostgreSQL's NUMERIC read from Python's Decimal (its digits and exponent as
+    written): fraction digits at most 16,383, the leading digit below 10^131072, the
+    written exponent below 2^30 - 1 in magnitude (numeric_in)."""
+    from decimal import Decimal
+
+    written = number.lower().partition("e")[2] or "0"
+    if abs(int(written)) >= 2**30 - 1:
+        return False
+    value = Decimal(number)
+    if max(0, -int(value.as_tuple().exponent)) > 16_383:
+        return False
+    return value.is_zero() or value.adjusted() < 131_072
+
+
+_EDGES = st.sampled_from([0, 1, 2, 4, 16_382, 16_383, 16_384, 131_070, 131_071, 131_072])
+
+
+@given(
+    st.text("0123456789", min_size=1, max_size=6).map(lambda w: w.lstrip("0") or "0"),
+    st.one_of(st.none(), st.text("0123456789", min_size=1, max_size=6)),
+    st.one_of(
+        st.none(),
+        st.tuples(st.sampled_from(["", "+", "-"]), _EDGES, st.integers(-3, 3)).map(
+            lambda t: f"{t[0]}{max(0, t[1] + t[2])}"
+        ),
+        st.sampled_from(["1073741822", "-1073741823", "00001073741823", "9" * 12]),
+    ),
+    st.integers(0, 16_385),
+)
+def test_pg_numeric_fits_as_decimal_reads_the_number(
+    whole: str, fraction: str | None, exponent: str | None, zeros: int
+) -> None:
+    if fraction is not None and zeros > 16_000:  # long fractions of leading zeros
+        fraction = "0" * zeros + fraction
+    number = whole + (f".{fraction}" if fraction is not None else "")
+    number += f"e{exponent}" if exponent is not None else ""
+    assert pg_numeric_fits(number) == _pg_numeric_holds(number), number
 
 
 def test_mariadbs_json_check_takes_any_escape_but_a_short_or_half_unicode_one() -> None:
