@@ -313,6 +313,12 @@ def main() -> None:
         "the ratio in the same run",
     )
     parser.add_argument(
+        "--append-mixed",
+        action="store_true",
+        help="with the append path, split a batch that also updates (sink.append_mixed): "
+        "its new keys appended, the rest MERGEd; without it such a batch is MERGEd whole",
+    )
+    parser.add_argument(
         "--deletion-vectors",
         action="store_true",
         help="create every Delta table (targets, stash, baselines) with deletion vectors",
@@ -360,7 +366,8 @@ def main() -> None:
             )
             # the append path on from the job's second batch (sink.append_min_rows: 0)
             s = settings(broker.bootstrap, "bench", work / "job", "optimistic", args.max_offsets,
-                         {"append_new_keys": not args.no_append, "append_min_rows": 0})  # fmt: skip
+                         {"append_new_keys": not args.no_append, "append_min_rows": 0,
+                          "append_mixed": args.append_mixed})  # fmt: skip
             ps = settings(broker.bootstrap, "bench", work / "ps", "optimistic", args.max_offsets)
             kept, secs, batches = plain_stream(spark, ps, final)
             stream = sent / secs

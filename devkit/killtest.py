@@ -323,7 +323,8 @@ def kill_test(
     lake = f"{base}/lake"
     job_sink = dict(sink or {})
     if append_min_rows is not None:
-        job_sink.update(append_new_keys=True, append_min_rows=append_min_rows)
+        # the split of a batch that also updates: its appends and MERGE in two commits
+        job_sink.update(append_new_keys=True, append_min_rows=append_min_rows, append_mixed=True)
     if workload == "move":
         oracle = produce_move(bootstrap, source, shards, rows)
         write_config(config, bootstrap, source, lake, f"{base}/checkpoint", max_offsets,

@@ -225,6 +225,14 @@ class SinkSettings(_Frozen):
         "writing their rows); off by default: measured, it pays only on append-mostly "
         "streams (docs/benchmarks.md) (env SHARDMERGE__SINK__APPEND_NEW_KEYS)",
     )
+    append_mixed: bool = Field(
+        False,
+        description="with append_new_keys, a batch that also writes keys the target may "
+        "hold is split too: its new keys appended, the rest MERGEd (two commits); off by "
+        "default: such a batch is MERGEd whole, and only a batch of new keys alone is "
+        "appended (measured: the split costs more than the MERGE it spares, "
+        "docs/benchmarks.md) (env SHARDMERGE__SINK__APPEND_MIXED)",
+    )
     append_min_rows: int = Field(
         10_000,
         ge=0,

@@ -59,6 +59,7 @@ __all__ = [
     "KeyMarks",
     "Marks",
     "coalesce",
+    "how_written",
     "key_space",
     "spec_names",
 ]
@@ -106,6 +107,17 @@ def spec_names(spec: object) -> set[str]:
         case RenameColumn(old, new):
             return {old.lower(), new.lower()}
     return set()
+
+
+def how_written(merge: int, append: int, mixed: bool) -> str:
+    """How a target's split winners are written, from the split's counts: ``append``
+    (new keys alone: no MERGE at all), ``split`` (``sink.append_mixed``: the new keys
+    appended, the rest MERGEd, two commits), ``merge`` (one MERGE of every winner: a batch
+    that writes keys the table may hold needs its MERGE anyway, and a second commit costs
+    more than the new keys add to it, benchmarks.md; or nothing to append)."""
+    if not merge:
+        return "append" if append else "merge"
+    return "split" if mixed and append else "merge"
 
 
 def coalesce(ranges: list[Interval], limit: int) -> list[Interval]:

@@ -43,7 +43,14 @@ from pyspark.sql import functions as F
 
 from coordinator.ids import ShardId, TargetId
 from shardmerge.errors import ShardMergeError
-from streaming.batch.new_keys import BUCKET, KeyMarks, Marks, key_space, spec_names
+from streaming.batch.new_keys import (
+    BUCKET,
+    KeyMarks,
+    Marks,
+    how_written,
+    key_space,
+    spec_names,
+)
 from streaming.batch.plan import Planner, join_plan, release_frame
 from streaming.batch.row_fit import shard_columns
 from streaming.batch.rows import merge_source, no_ddl_sql, project_actions
@@ -700,6 +707,14 @@ class Writer:
         sides, ranges = self.measure(parted, marks)
         for p, found in ranges.items():
             marks.add(p, found)
+        how = how_written(sides["merge"], sides["append"], self.settings.sink.append_mixed)
+        if how == "merge" and sides["append"]:  # one MERGE of every winner, new keys too
+            done = self.sink.merge(
+                target, parted.drop("_free"), keys, list(schema.column_names()), version
+            )
+            done.pop("skipped", 0)
+            self.count_target_rows(target, done)
+            return True
         if sides["merge"]:
             done = self.sink.merge(
                 target, parted.filter("NOT _free").drop("_free"), keys,

@@ -66,8 +66,9 @@ def test_new_keys_are_appended_and_the_table_is_exact(
         ],
         routes=[RouteSettings(target=str(TARGET), table="orders_*")],
         targets={str(TARGET): TargetSettings(mode="optimistic")},
-        # every batch big enough: the islands are read after the first, appends follow
-        sink=SinkSettings(path=lake, append_new_keys=True, append_min_rows=0),
+        # every batch big enough: the islands are read after the first, appends follow;
+        # a batch that also updates is split (its new keys appended, the rest MERGEd)
+        sink=SinkSettings(path=lake, append_new_keys=True, append_min_rows=0, append_mixed=True),
         checkpoint=str(tmp_path / "checkpoint"),
     )
     # The first batch that replays held rows fails right after its stash delete landed

@@ -157,3 +157,14 @@ def test_islands_are_dropped_when_keys_move_or_the_key_changes_in_the_batch():
     )  # fmt: skip
     w.forget_moved_keys()
     assert sorted(marks.targets) == ["shop.t1", "shop.t2", "shop.t4"]
+
+
+def test_a_batch_is_split_only_when_asked_and_appended_when_its_keys_are_all_new() -> None:
+    from streaming.batch.new_keys import how_written
+
+    assert how_written(0, 5, mixed=False) == "append"
+    assert how_written(0, 5, mixed=True) == "append"
+    assert how_written(3, 5, mixed=False) == "merge"  # one MERGE of both sides
+    assert how_written(3, 5, mixed=True) == "split"
+    assert how_written(3, 0, mixed=True) == "merge"
+    assert how_written(0, 0, mixed=False) == "merge"  # nothing to append
