@@ -6,7 +6,10 @@ upsert) or does nothing (a delete). Sharded tables mostly grow by inserts of new
 (auto-increment keys, ranges per shard, time-ordered ids), so most of what a MERGE joins
 finds nothing. When the job can prove a key absent from the table, the key's winner of
 the batch (its last action, ``streaming.batch.rows.merge_source``) is appended instead,
-or, a delete, not written at all; the other keys are MERGEd as before.
+or, a delete, not written at all; the other keys are MERGEd as before. A batch with keys
+of both kinds is MERGEd whole (:func:`how_written`) unless ``sink.append_mixed`` asks for
+the split: it needs its MERGE anyway, and a second commit costs more than the new keys
+add to it (measured: docs/benchmarks.md).
 
 **The proof: the key space and its islands.** A target whose primary key is its shards'
 extract columns (``routes[].extract``: constant per shard) plus exactly one integer column

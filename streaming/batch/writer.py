@@ -678,8 +678,10 @@ class Writer:
         ``src`` was read (not when the sink found the write done by an earlier run of the
         batch and skipped it).
 
-        With the append path, the rows are split and the appends wait for the end of the
-        batch. ``pin``: ``src`` may read a Delta table the batch writes before then (the
+        With the append path, the rows are split (:func:`new_keys.how_written`): new keys
+        alone are appended, at the end of the batch; a batch that also writes keys the
+        table may hold is MERGEd whole unless ``sink.append_mixed`` splits it. ``pin``:
+        ``src`` may read a Delta table the batch writes before then (the
         replayed rows come from the stash, and the batch appends its held rows there
         first): a cached DataFrame does not survive such a write, since Delta drops every
         cached plan that reads the table it changed and Spark computes it again from the
