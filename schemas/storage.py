@@ -617,8 +617,8 @@ def _encoded(codec: str) -> dict[int, int]:
 def _eucjpms() -> dict[int, int]:
     """eucjpms, the Japanese EUC of Windows: cp932's characters (ASCII in a byte, its
     JIS X 0208 rows, NEC's row 13 and half-width katakana in two, IBM's extensions in
-    three), ujis' JIS X 0212 rows in three, and the user-defined rows (as MariaDB has it;
-    it lacks U+00A6, which cp932 maps best-fit)."""
+    three), ujis' JIS X 0212 rows in three, and the user-defined rows, as MariaDB has it
+    (measured: it lacks U+00A6, which Python's cp932 encodes)."""
     cp932, euc = characters("cp932"), _encoded("euc_jp")
     held = {c: 3 for c, n in euc.items() if n == 3}
     for c in cp932:
