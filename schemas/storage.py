@@ -737,14 +737,18 @@ JSON_ARRAY = r"\[(?:[\x01\x02](?:,[\x01\x02])*+)?\]"
 JSON_OBJECT = r"\{(?:\x01:[\x01\x02](?:,\x01:[\x01\x02])*+)?\}"
 
 
+def _strings_out(text: str, escapes: str) -> str:
+    """A JSON text with its valid ``escapes`` flattened, then each string made U+0001."""
+    return re.sub(JSON_STRING, "\x01", re.sub(JSON_ESCAPES[escapes], "_", text))
+
+
 def json_valid(text: str, escapes: str = "rfc") -> bool:
     """Whether ``text`` is one JSON value (RFC 8259; with ``escapes`` ``mariadb``, the
     escapes MariaDB's JSON check takes, :data:`JSON_ESCAPES`), read as the module text
     says (``streaming.sql.spark_types`` runs the same steps)."""
     if re.search(JSON_CONTROL, text):
         return False
-    flat = re.sub(JSON_ESCAPES[escapes], "_", text)
-    flat = re.sub(JSON_STRING, "\x01", flat)
+    flat = _strings_out(text, escapes)
     flat = re.sub(JSON_BLANK, "", re.sub(JSON_SCALAR, "\x02", flat))
     while True:
         reduced = re.sub(JSON_ARRAY, "\x02", re.sub(JSON_OBJECT, "\x02", flat))
@@ -790,7 +794,7 @@ def pg_numeric_fits(number: str) -> bool:
 def json_numbers_fit(text: str, escapes: str = "rfc") -> bool:
     """Whether PostgreSQL's NUMERIC holds every number of the JSON text (outside its
     strings: escapes flattened, strings taken out as :func:`json_valid` does)."""
-    flat = re.sub(JSON_STRING, "\x01", re.sub(JSON_ESCAPES[escapes], "_", text))
+    flat = _strings_out(text, escapes)
     return all(pg_numeric_fits(m[0]) for m in re.finditer(JSON_NUMBER, flat))
 
 

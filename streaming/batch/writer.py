@@ -710,20 +710,16 @@ class Writer:
         for p, found in ranges.items():
             marks.add(p, found)
         how = how_written(sides["merge"], sides["append"], self.settings.sink.append_mixed)
-        if how == "merge" and sides["append"]:  # one MERGE of every winner, new keys too
-            done = self.sink.merge(
-                target, parted.drop("_free"), keys, list(schema.column_names()), version
-            )
-            done.pop("skipped", 0)
-            self.count_target_rows(target, done)
-            return True
+        whole = how == "merge" and sides["append"] > 0  # one MERGE of every winner
         if sides["merge"]:
+            rows = parted if whole else parted.filter("NOT _free")
             done = self.sink.merge(
-                target, parted.filter("NOT _free").drop("_free"), keys,
-                list(schema.column_names()), version,
-            )  # fmt: skip
+                target, rows.drop("_free"), keys, list(schema.column_names()), version
+            )
             done.pop("skipped", 0)  # the split was read (measured) already
             self.count_target_rows(target, done)
+        if whole:
+            return True
         if sides["append"]:
             rows = parted.filter("_free AND _action <> 'd'").drop("_free")
             self.appends[target] = (rows, sides["append"])

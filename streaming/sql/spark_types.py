@@ -179,14 +179,21 @@ def _wide_decimal_past(value: str, precision: int, scale: int) -> str:
     )
 
 
+def _strings_out(value: str, escapes: str) -> str:
+    """A JSON text with its valid ``escapes`` flattened, then each string made U+0001
+    (``schemas.storage._strings_out``)."""
+    flat = f"regexp_replace({value}, {string(escapes)}, '_')"
+    return f"regexp_replace({flat}, {string(JSON_STRING)}, {string(chr(1))})"
+
+
 def _json_invalid(value: str, escapes: str) -> str:
     """A text that is not one JSON value, as ``schemas.storage.json_valid`` reads it: its
     control characters, then its valid ``escapes`` (a pattern), strings, scalars and
     whitespace replaced, then its innermost arrays and objects as many times as it opens
     one (``aggregate``); JSON when one string or scalar is left."""
     text, scalar = string(chr(1)), string(chr(2))
-    flat = f"regexp_replace({value}, {string(escapes)}, '_')"
-    for pattern, by in ((JSON_STRING, text), (JSON_SCALAR, scalar), (JSON_BLANK, "''")):
+    flat = _strings_out(value, escapes)
+    for pattern, by in ((JSON_SCALAR, scalar), (JSON_BLANK, "''")):
         flat = f"regexp_replace({flat}, {string(pattern)}, {by})"
     step = (
         f"regexp_replace(regexp_replace(_j, {string(JSON_OBJECT)}, {scalar}), "
@@ -203,10 +210,14 @@ def _json_numbers_past(value: str, escapes: str) -> str:
     ``schemas.storage.json_numbers_fit`` reads it. Only a text with an exponent after a
     digit, or longer than the fraction digits NUMERIC holds, can have one: the rest are
     judged by a regex, without a lambda."""
-    flat = f"regexp_replace(regexp_replace({value}, {string(escapes)}, '_'), "
-    flat += f"{string(JSON_STRING)}, {string(chr(1))})"
     number = string(JSON_NUMBER)
-    whole, fraction, exponent = (f"regexp_extract(_n, {number}, {i})" for i in (2, 3, 4))
+    # each number's parts, read once: integer digits, fraction digits, exponent
+    parts = ", ".join(
+        f"'{name}', regexp_extract(_n, {number}, {i})" for name, i in (("w", 2), ("f", 3), ("x", 4))
+    )
+    numbers = f"transform(regexp_extract_all({_strings_out(value, escapes)}, {number}, 0), "
+    numbers += f"_n -> named_struct({parts}))"
+    whole, fraction, exponent = "_p.w", "_p.f", "_p.x"
     digits = f"TRIM(LEADING '0' FROM regexp_replace({exponent}, '^[+-]', ''))"
     e = f"CAST(IF({exponent} = '', '0', {exponent}) AS BIGINT)"
     past = (
@@ -218,10 +229,7 @@ def _json_numbers_past(value: str, escapes: str) -> str:
         f"- length({fraction}) - 1 + {e} >= {PG_NUMERIC_DIGITS} ELSE false END"
     )
     suspect = f"{value} RLIKE '[0-9][eE]' OR length({value}) > {PG_NUMERIC_SCALE}"
-    return (
-        f"CASE WHEN {suspect} THEN exists(regexp_extract_all({flat}, {number}, 0), "
-        f"_n -> {past}) ELSE false END"
-    )
+    return f"CASE WHEN {suspect} THEN exists({numbers}, _p -> {past}) ELSE false END"
 
 
 def _json_deeper(value: str, most: int) -> str:
